@@ -1,0 +1,125 @@
+//! Arguments shared by every command that reads a payload.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use minicvo::filter::{self, Filters, KNOWN_FEATURE_SETS};
+use minicvo::{LoadOptions, Mode};
+
+use super::UsageError;
+
+/// Inclusion filters, as the CVO takes them from the cluster.
+#[derive(Debug, Clone, Args)]
+pub struct FilterArgs {
+    /// Cluster profile (`include.release.openshift.io/<profile>` must be "true").
+    #[arg(long, default_value = filter::DEFAULT_PROFILE)]
+    pub profile: String,
+    /// Feature set (empty means Default).
+    #[arg(long, default_value = "")]
+    pub feature_set: String,
+    /// Enabled feature gates, comma-separated. Without this flag the gate filter is off and
+    /// gated manifests are kept; with it (even empty) only the listed gates are enabled.
+    #[arg(long, value_delimiter = ',', num_args = 0..)]
+    pub feature_gates: Option<Vec<String>>,
+    /// Enabled capabilities, comma-separated; `+` (the default) means all.
+    #[arg(long, default_value = "+")]
+    pub capabilities: String,
+    /// Exclusion identifier: manifests with `exclude.release.openshift.io/<ID>: "true"` are left out.
+    #[arg(long, value_name = "ID")]
+    pub exclude: Option<String>,
+    /// ClusterVersion overrides file (a ClusterVersion, `overrides:` or a list).
+    #[arg(long, value_name = "FILE")]
+    pub overrides: Option<PathBuf>,
+}
+
+impl FilterArgs {
+    /// Resolves the flags into [`Filters`].
+    ///
+    /// # Errors
+    /// [`UsageError`] for an unknown feature set or an unreadable overrides file.
+    pub fn filters(&self) -> Result<Filters, UsageError> {
+        if !self.feature_set.is_empty() && !KNOWN_FEATURE_SETS.contains(&self.feature_set.as_str())
+        {
+            return Err(UsageError(format!(
+                "unknown feature set {:?}\nhint: one of {}",
+                self.feature_set,
+                KNOWN_FEATURE_SETS.join(", ")
+            )));
+        }
+        let overrides = match &self.overrides {
+            None => Vec::new(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| UsageError(format!("{}: cannot read: {e}", path.display())))?;
+                filter::parse_overrides(&text)
+                    .map_err(|e| UsageError(format!("{}: {e}", path.display())))?
+            }
+        };
+        Ok(Filters {
+            exclude: self.exclude.clone().filter(|s| !s.is_empty()),
+            feature_set: self.feature_set.clone(),
+            feature_gates: self.feature_gates.as_ref().map(|gates| {
+                gates
+                    .iter()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }),
+            profile: self.profile.clone(),
+            capabilities: filter::parse_capabilities(&self.capabilities),
+            overrides,
+        })
+    }
+}
+
+/// A payload directory plus filters and version options.
+#[derive(Debug, Clone, Args)]
+pub struct PayloadArgs {
+    /// Payload directory (with release-manifests/ and optionally manifests/, or a bare
+    /// directory of manifests).
+    pub payload: PathBuf,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Release image pull spec rendered into `{{.ReleaseImage}}` in manifests/.
+    #[arg(long, default_value = "")]
+    pub release_image: String,
+    /// Replace the `0.0.1-snapshot` placeholder in every manifest with this version, as the
+    /// release tooling does.
+    #[arg(long, value_name = "VERSION")]
+    pub release_version: Option<String>,
+}
+
+impl PayloadArgs {
+    /// Resolves into [`LoadOptions`].
+    ///
+    /// # Errors
+    /// [`UsageError`] from the filters.
+    pub fn load_options(&self) -> Result<LoadOptions, UsageError> {
+        Ok(LoadOptions {
+            filters: self.filters.filters()?,
+            release_image: self.release_image.clone(),
+            release_version: self.release_version.clone(),
+        })
+    }
+
+    /// Loads the payload, logging warnings and (at -v) why each manifest was excluded.
+    ///
+    /// # Errors
+    /// The load error, or a usage error from the filters.
+    pub fn load(&self) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
+        let options = self.load_options()?;
+        let payload = minicvo::load(&self.payload, &options)?;
+        for w in &payload.warnings {
+            tracing::warn!("{w}");
+        }
+        for e in &payload.excluded {
+            tracing::info!("excluded {}: {}", e.manifest.label(), e.reason);
+        }
+        Ok((payload, options))
+    }
+}
+
+/// Parses a mode name for clap.
+pub fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}

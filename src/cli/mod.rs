@@ -1,0 +1,81 @@
+//! Command-line arguments and the commands they run.
+
+pub mod args;
+mod plan;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for a payload that does not load, a failed apply, or findings.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code for bad usage.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Load, plan, apply and test OpenShift release payloads the way the Cluster Version Operator
+/// does.
+#[derive(Debug, Parser)]
+#[command(name = "minicvo", version, about, long_about = None)]
+pub struct Cli {
+    /// More logs on stderr (-v: why manifests were excluded; -vv: debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the CVO's task graph for a payload (no cluster needed).
+    Plan(plan::PlanArgs),
+    /// Print the included, rendered objects in task order.
+    Render(plan::RenderArgs),
+}
+
+/// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
+pub fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("minicvo={level},warn")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+/// Runs the parsed command.
+///
+/// # Errors
+/// Whatever the command fails with; [`exit_code_for`] maps it to an exit code.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Plan(a) => plan::plan(&a),
+        Command::Render(a) => plan::render(&a),
+    }
+}
+
+/// A usage error found after argument parsing (bad flag values, unreadable option files).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Exit code for an error: 2 for usage errors, 1 otherwise.
+#[must_use]
+pub fn exit_code_for(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILURE
+    }
+}

@@ -1,0 +1,109 @@
+//! `minicvo plan` and `minicvo render`.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use minicvo::{Mode, output, plan};
+
+use super::args::{PayloadArgs, parse_mode};
+
+/// Output format of `plan`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PlanFormat {
+    /// Stages, nodes and tasks for people.
+    Text,
+    /// The `Plan` JSON contract.
+    Json,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// Arguments of `plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub payload: PayloadArgs,
+    /// Which CVO graph to build.
+    #[arg(long, default_value = "updating", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The CVO's attempt counter for reconciling mode (permutation seed attempt/8, rotation
+    /// attempt%8).
+    #[arg(long, default_value_t = 0)]
+    pub seed: usize,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: PlanFormat,
+}
+
+/// Output format of `render`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RenderFormat {
+    /// Multi-document YAML.
+    Yaml,
+    /// A `v1` `List`.
+    Json,
+}
+
+/// Arguments of `render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub payload: PayloadArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "yaml")]
+    pub output: RenderFormat,
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
+/// Runs `plan`.
+///
+/// # Errors
+/// Load errors.
+pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let (payload, options) = a.payload.load()?;
+    let plan = plan::build(&payload, &options.filters, a.mode, a.seed);
+    let text = match a.output {
+        PlanFormat::Text => output::text::plan(&plan),
+        PlanFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&output::json::plan(&plan))?;
+            s.push('\n');
+            s
+        }
+        PlanFormat::Dot => output::dot::plan(&plan),
+    };
+    print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `render`: the objects that are applied, in task order (apply-time skips left out).
+///
+/// # Errors
+/// Load errors.
+pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let (payload, options) = a.payload.load()?;
+    let plan = plan::build(&payload, &options.filters, Mode::Updating, 0);
+    let objects: Vec<&minicvo::Manifest> = plan
+        .tasks
+        .iter()
+        .filter(|t| t.action != minicvo::Action::Skip)
+        .map(|t| &t.manifest)
+        .collect();
+    let text = match a.output {
+        RenderFormat::Yaml => output::render::yaml(&objects)?,
+        RenderFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&output::render::list(&objects))?;
+            s.push('\n');
+            s
+        }
+    };
+    print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,27 @@
+//! minicvo rolls an OpenShift release payload onto any Kubernetes cluster the way the Cluster
+//! Version Operator (CVO) does, and shows, diffs, lints and tests that rollout.
+//!
+//! The pipeline, one module per stage:
+//!
+//! 1. [`payload`]: read `manifests/` (templated) then `release-manifests/`, each sorted by
+//!    file name; parse multi-document YAML/JSON with kubectl's YAML 1.1 scalars; read
+//!    `release-metadata` and `image-references`. One bad document rejects the payload.
+//! 2. [`filter`]: the CVO's inclusion checks in its order (exclude id, feature set and gates,
+//!    major version, profile at load; capabilities and overrides at apply).
+//! 3. [`plan`]: the CVO's task graph. Jobs are barriers; the mode's break function cuts the
+//!    task list into run-level steps of parallel component nodes, node for node as the CVO
+//!    builds it.
+//! 4. [`output`]: the plan as text, JSON or DOT, and the rendered objects.
+//!
+//! Pure stages do no cluster I/O and are tested without one.
+
+pub mod filter;
+pub mod manifest;
+pub mod output;
+pub mod payload;
+pub mod plan;
+
+pub use filter::Filters;
+pub use manifest::{Manifest, ObjectId};
+pub use payload::{LoadError, LoadOptions, Payload, load};
+pub use plan::{Action, Mode, Plan, Task};

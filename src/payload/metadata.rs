@@ -1,0 +1,212 @@
+//! `release-metadata` (the Cincinnati metadata of the release) and `image-references` (the
+//! ImageStream whose tags feed `{{index .Images "name"}}`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::LoadError;
+
+/// The parsed `release-metadata` file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReleaseMetadata {
+    /// SemVer version of the release.
+    pub version: semver::Version,
+    /// Versions this release may be updated from (informational; the applier ignores them).
+    pub previous: Vec<String>,
+    /// Free-form metadata map.
+    pub metadata: serde_json::Map<String, Value>,
+}
+
+/// Parses `release-metadata`: a JSON object with `kind: cincinnati-metadata-v0` and a SemVer
+/// `version`.
+///
+/// # Errors
+/// [`LoadError::Metadata`] naming `file` when the text is not that object.
+pub fn parse_release_metadata(file: &str, text: &str) -> Result<ReleaseMetadata, LoadError> {
+    let bad = |message: String| LoadError::Metadata {
+        file: file.to_string(),
+        message,
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        bad(format!(
+            "not valid JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let Value::Object(map) = value else {
+        return Err(bad("expected a JSON object".to_string()));
+    };
+    match map.get("kind").and_then(Value::as_str) {
+        Some("cincinnati-metadata-v0") => {}
+        Some(other) => {
+            return Err(bad(format!(
+                "unrecognized kind {other:?}, expected \"cincinnati-metadata-v0\""
+            )));
+        }
+        None => {
+            return Err(bad(
+                "missing kind, expected \"cincinnati-metadata-v0\"".to_string()
+            ));
+        }
+    }
+    let version = match map.get("version") {
+        Some(Value::String(v)) if !v.is_empty() => semver::Version::parse(v)
+            .map_err(|e| bad(format!("version {v:?} is not SemVer: {e}")))?,
+        Some(Value::String(_)) | None => return Err(bad("missing version".to_string())),
+        Some(other) => return Err(bad(format!("version must be a string, found {other}"))),
+    };
+    let previous = match map.get("previous") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad("previous must be a list of strings".to_string()))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("previous must be a list of strings".to_string())),
+    };
+    let metadata = match map.get("metadata") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(bad("metadata must be an object".to_string())),
+    };
+    Ok(ReleaseMetadata {
+        version,
+        previous,
+        metadata,
+    })
+}
+
+/// The parsed `image-references` ImageStream.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ImageReferences {
+    /// `metadata.name`, which must equal the release version when that is known.
+    pub name: Option<String>,
+    /// Tag name → pull spec, for tags whose `from.kind` is `DockerImage`.
+    pub images: BTreeMap<String, String>,
+}
+
+/// Parses `image-references` (YAML or JSON), which must be an `image.openshift.io/v1`
+/// `ImageStream`.
+///
+/// # Errors
+/// [`LoadError::ImageReferences`] naming `file` when it is not such an ImageStream.
+pub fn parse_image_references(file: &str, text: &str) -> Result<ImageReferences, LoadError> {
+    let bad = |message: String| LoadError::ImageReferences {
+        file: file.to_string(),
+        message,
+    };
+    let value: Value = serde_saphyr::from_str(text).map_err(|e| {
+        let line = e.location().map_or(0, |l| l.line());
+        let msg = e.to_string();
+        bad(format!(
+            "not valid YAML at line {line}: {}",
+            msg.lines().next().unwrap_or("")
+        ))
+    })?;
+    let Value::Object(map) = value else {
+        return Err(bad("expected an ImageStream object".to_string()));
+    };
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != "ImageStream" || !matches!(api_version, "image.openshift.io/v1" | "v1") {
+        return Err(bad(format!(
+            "expected apiVersion image.openshift.io/v1 kind ImageStream, found {api_version:?} {kind:?}"
+        )));
+    }
+    let name = map
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut images = BTreeMap::new();
+    if let Some(tags) = map.get("spec").and_then(|s| s.get("tags")) {
+        let Value::Array(tags) = tags else {
+            return Err(bad("spec.tags must be a list".to_string()));
+        };
+        for (i, tag) in tags.iter().enumerate() {
+            let tag_name = tag.get("name").and_then(Value::as_str);
+            let from = tag.get("from");
+            let from_kind = from.and_then(|f| f.get("kind")).and_then(Value::as_str);
+            let from_name = from.and_then(|f| f.get("name")).and_then(Value::as_str);
+            match (tag_name, from_kind, from_name) {
+                (Some(n), Some("DockerImage"), Some(pull)) => {
+                    images.insert(n.to_string(), pull.to_string());
+                }
+                (None, _, _) => return Err(bad(format!("spec.tags[{i}] has no name"))),
+                _ => {}
+            }
+        }
+    }
+    Ok(ImageReferences { name, images })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_metadata_parses() {
+        let m = parse_release_metadata(
+            "release-metadata",
+            r#"{"kind":"cincinnati-metadata-v0","version":"4.14.1","previous":["4.14.0"]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.version.to_string(), "4.14.1");
+        assert_eq!(m.previous, vec!["4.14.0"]);
+    }
+
+    #[test]
+    fn release_metadata_errors_have_exact_text() {
+        let e = parse_release_metadata(
+            "release-manifests/release-metadata",
+            r#"{"kind":"x","version":"1.0.0"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "release-manifests/release-metadata: invalid release metadata: unrecognized kind \"x\", expected \"cincinnati-metadata-v0\""
+        );
+        let e = parse_release_metadata(
+            "release-metadata",
+            r#"{"kind":"cincinnati-metadata-v0","version":"4.14"}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "release-metadata: invalid release metadata: version \"4.14\" is not SemVer"
+            ),
+            "{e}"
+        );
+        let e = parse_release_metadata("release-metadata", "{").unwrap_err();
+        assert!(e.to_string().contains("not valid JSON at line 1"), "{e}");
+    }
+
+    #[test]
+    fn image_references_collects_docker_images() {
+        let r = parse_image_references(
+            "image-references",
+            "kind: ImageStream\napiVersion: image.openshift.io/v1\nmetadata: {name: 1.0.0}\nspec:\n  tags:\n  - name: a\n    from: {kind: DockerImage, name: q/a}\n  - name: b\n    from: {kind: ImageStreamTag, name: x}\n",
+        )
+        .unwrap();
+        assert_eq!(r.name.as_deref(), Some("1.0.0"));
+        assert_eq!(r.images.len(), 1);
+        assert_eq!(r.images["a"], "q/a");
+    }
+
+    #[test]
+    fn image_references_must_be_an_image_stream() {
+        let e = parse_image_references("image-references", "kind: ConfigMap\napiVersion: v1\n")
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expected apiVersion image.openshift.io/v1 kind ImageStream"),
+            "{e}"
+        );
+    }
+}

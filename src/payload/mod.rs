@@ -1,0 +1,320 @@
+//! Reading a release payload from disk exactly as the CVO does: `manifests/` (templated) then
+//! `release-manifests/`, each sorted bytewise by file name, no recursion, only `.yaml`, `.yml`
+//! and `.json`; then the load-time inclusion filters. Files are parsed in parallel, and any
+//! parse error rejects the whole payload.
+
+mod error;
+pub mod metadata;
+mod parse;
+pub mod template;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+pub use error::LoadError;
+pub use metadata::{ImageReferences, ReleaseMetadata};
+
+use crate::filter::Filters;
+use crate::manifest::{Manifest, Source};
+
+/// Name of the release metadata file inside `release-manifests/`.
+pub const RELEASE_METADATA: &str = "release-metadata";
+/// Name of the image references file inside `release-manifests/`.
+pub const IMAGE_REFERENCES: &str = "image-references";
+/// The version placeholder operator repositories ship and the release tooling replaces.
+pub const VERSION_PLACEHOLDER: &str = "0.0.1-snapshot";
+
+/// How to load a payload.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Inclusion filters.
+    pub filters: Filters,
+    /// Pull spec rendered into `{{.ReleaseImage}}`.
+    pub release_image: String,
+    /// When set, every `0.0.1-snapshot` in the manifests is replaced by this version before
+    /// parsing, as the release tooling does when it builds a release image.
+    pub release_version: Option<String>,
+}
+
+/// A manifest the filters left out, and why.
+#[derive(Debug, Clone)]
+pub struct Excluded {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The first failing check.
+    pub reason: String,
+}
+
+/// A loaded payload: its included manifests in load order, plus what was left out.
+#[derive(Debug, Clone)]
+pub struct Payload {
+    /// The directory given.
+    pub root: PathBuf,
+    /// Parsed `release-metadata`, when present.
+    pub metadata: Option<ReleaseMetadata>,
+    /// Parsed `image-references`, when present.
+    pub image_references: Option<ImageReferences>,
+    /// Included manifests, in load order (the CVO's task order).
+    pub manifests: Vec<Manifest>,
+    /// Manifests the load-time filters excluded, in load order.
+    pub excluded: Vec<Excluded>,
+    /// Non-fatal problems (missing metadata, skipped template files).
+    pub warnings: Vec<String>,
+}
+
+impl Payload {
+    /// The release version from `release-metadata`, or the `--release-version` override.
+    #[must_use]
+    pub fn version(&self) -> Option<String> {
+        self.metadata.as_ref().map(|m| m.version.to_string())
+    }
+}
+
+/// Where a payload's files are: the two manifest directories (either may be absent) and the
+/// directory holding `release-metadata` and `image-references`.
+#[derive(Debug, Clone)]
+struct Layout {
+    manifests: Option<PathBuf>,
+    release_manifests: PathBuf,
+}
+
+fn layout(root: &Path) -> Result<Layout, LoadError> {
+    if !root.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    let manifests = root.join("manifests");
+    let release = root.join("release-manifests");
+    let manifests = manifests.is_dir().then_some(manifests);
+    if release.is_dir() || manifests.is_some() {
+        Ok(Layout {
+            manifests,
+            release_manifests: release,
+        })
+    } else {
+        // A bare directory of manifests counts as release-manifests/.
+        Ok(Layout {
+            manifests: None,
+            release_manifests: root.to_path_buf(),
+        })
+    }
+}
+
+/// One file to read: its directory kind, its name and its path.
+struct FileEntry {
+    source: Source,
+    name: String,
+    path: PathBuf,
+}
+
+fn list_dir(dir: &Path, source: Source) -> Result<Vec<FileEntry>, LoadError> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let io = |e| LoadError::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    };
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
+        if path.is_dir() {
+            continue;
+        }
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if name == RELEASE_METADATA || name == IMAGE_REFERENCES {
+            continue;
+        }
+        let ext_ok = Path::new(&name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+        if ext_ok {
+            entries.push(FileEntry { source, name, path });
+        }
+    }
+    entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    Ok(entries)
+}
+
+fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
+    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
+        path: PathBuf::from(shown),
+        source: e,
+    })?;
+    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
+        file: shown.to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+fn shown_path(layout: &Layout, root: &Path, source: Source, name: &str) -> String {
+    if source == Source::ReleaseManifests && layout.release_manifests == root {
+        name.to_string()
+    } else {
+        format!("{}/{name}", source.dir_name())
+    }
+}
+
+/// Result of reading one file: its manifests, or a warning when a template file was skipped.
+enum FileOutcome {
+    Manifests(Vec<Manifest>),
+    Skipped(String),
+}
+
+/// Loads a payload.
+///
+/// # Errors
+/// [`LoadError`] for an unreadable directory or file, a file that does not parse, a duplicate
+/// object in one file, or bad `release-metadata` / `image-references`. Nothing is returned
+/// partially: one bad document rejects the payload.
+pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
+    let layout = layout(root)?;
+    let mut warnings = Vec::new();
+
+    let meta_dir = &layout.release_manifests;
+    let meta_file = meta_dir.join(RELEASE_METADATA);
+    let meta_shown = shown_path(&layout, root, Source::ReleaseManifests, RELEASE_METADATA);
+    let metadata = if meta_file.exists() {
+        let text = read_text(&meta_file, &meta_shown)?;
+        Some(metadata::parse_release_metadata(&meta_shown, &text)?)
+    } else {
+        warnings.push(format!(
+            "{meta_shown} not found: the release version is unknown"
+        ));
+        None
+    };
+    let refs_file = meta_dir.join(IMAGE_REFERENCES);
+    let refs_shown = shown_path(&layout, root, Source::ReleaseManifests, IMAGE_REFERENCES);
+    let image_references = if refs_file.exists() {
+        let text = read_text(&refs_file, &refs_shown)?;
+        let refs = metadata::parse_image_references(&refs_shown, &text)?;
+        if let Some(meta) = &metadata {
+            let version = meta.version.to_string();
+            let name = refs.name.clone().unwrap_or_default();
+            if name != version {
+                return Err(LoadError::VersionMismatch {
+                    file: refs_shown,
+                    image_references: name,
+                    release_metadata: version,
+                });
+            }
+        }
+        Some(refs)
+    } else {
+        None
+    };
+
+    let mut files = Vec::new();
+    if let Some(dir) = &layout.manifests {
+        files.extend(list_dir(dir, Source::Manifests)?);
+    }
+    files.extend(list_dir(
+        &layout.release_manifests,
+        Source::ReleaseManifests,
+    )?);
+
+    let template_data = template::TemplateData {
+        release_image: options.release_image.clone(),
+        cluster_profile: options.filters.profile.clone(),
+        images: image_references
+            .as_ref()
+            .map(|r| r.images.clone())
+            .unwrap_or_default(),
+    };
+    let placeholder_version = options.release_version.clone();
+
+    let outcomes: Vec<Result<FileOutcome, LoadError>> = files
+        .par_iter()
+        .map(|f| {
+            let shown = shown_path(&layout, root, f.source, &f.name);
+            let mut text = read_text(&f.path, &shown)?;
+            if f.source == Source::Manifests {
+                match template::render(&text, &template_data) {
+                    Ok(t) => text = t,
+                    Err(e) => {
+                        return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
+                    }
+                }
+            }
+            if let Some(v) = &placeholder_version {
+                if text.contains(VERSION_PLACEHOLDER) {
+                    text = text.replace(VERSION_PLACEHOLDER, v);
+                }
+            }
+            parse::parse_file(f.source, &f.name, &shown, &text).map(FileOutcome::Manifests)
+        })
+        .collect();
+
+    let major = metadata.as_ref().map(|m| m.version.major);
+    let mut manifests = Vec::new();
+    let mut excluded = Vec::new();
+    for outcome in outcomes {
+        match outcome? {
+            FileOutcome::Skipped(w) => warnings.push(w),
+            FileOutcome::Manifests(ms) => {
+                for m in ms {
+                    match options.filters.include_at_load(&m, major) {
+                        Ok(()) => manifests.push(m),
+                        Err(reason) => excluded.push(Excluded {
+                            manifest: m,
+                            reason,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    let mut metadata = metadata;
+    if let (Some(meta), Some(v)) = (&mut metadata, &options.release_version) {
+        if let Ok(parsed) = semver::Version::parse(v) {
+            meta.version = parsed;
+        }
+    }
+    Ok(Payload {
+        root: root.to_path_buf(),
+        metadata,
+        image_references,
+        manifests,
+        excluded,
+        warnings,
+    })
+}
+
+/// Loads every document of a payload without filtering (for analysis that looks at all
+/// profiles): the same as [`load`] with a filter that keeps everything.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_unfiltered(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
+    let mut p = load(root, options)?;
+    let mut all: Vec<(usize, Manifest)> = Vec::new();
+    let order = |m: &Manifest| {
+        (
+            m.source == Source::ReleaseManifests,
+            m.file.clone(),
+            m.document,
+        )
+    };
+    all.extend(p.manifests.drain(..).map(|m| (0, m)));
+    all.extend(p.excluded.drain(..).map(|e| (0, e.manifest)));
+    all.sort_by_key(|(_, m)| order(m));
+    p.manifests = all.into_iter().map(|(_, m)| m).collect();
+    Ok(p)
+}
+
+/// Counts of what a payload holds, for summaries.
+#[must_use]
+pub fn kind_counts(manifests: &[Manifest]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for m in manifests {
+        *counts.entry(m.id.kind.clone()).or_insert(0) += 1;
+    }
+    counts
+}
