@@ -90,24 +90,27 @@ pub struct PayloadArgs {
 }
 
 impl PayloadArgs {
-    /// Resolves into [`LoadOptions`].
+    /// Resolves into [`LoadOptions`]. `substitute` replaces the version placeholder with the
+    /// payload's version when `--release-version` is not given.
     ///
     /// # Errors
     /// [`UsageError`] from the filters.
-    pub fn load_options(&self) -> Result<LoadOptions, UsageError> {
+    pub fn load_options(&self, substitute: bool) -> Result<LoadOptions, UsageError> {
         Ok(LoadOptions {
             filters: self.filters.filters()?,
             release_image: self.release_image.clone(),
             release_version: self.release_version.clone(),
+            substitute_placeholder: substitute,
         })
     }
 
     /// Loads the payload, logging warnings and (at -v) why each manifest was excluded.
+    /// `substitute` as in [`PayloadArgs::load_options`].
     ///
     /// # Errors
     /// The load error, or a usage error from the filters.
-    pub fn load(&self) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
-        let options = self.load_options()?;
+    pub fn load(&self, substitute: bool) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
+        let options = self.load_options(substitute)?;
         let payload = minicvo::load(&self.payload, &options)?;
         for w in &payload.warnings {
             tracing::warn!("{w}");

@@ -36,6 +36,9 @@ pub struct LoadOptions {
     /// When set, every `0.0.1-snapshot` in the manifests is replaced by this version before
     /// parsing, as the release tooling does when it builds a release image.
     pub release_version: Option<String>,
+    /// Replace the placeholder with the `release-metadata` version when `release_version` is
+    /// not set (what `apply`, `render` and the e2e harness do by default).
+    pub substitute_placeholder: bool,
 }
 
 /// A manifest the filters left out, and why.
@@ -228,7 +231,12 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
             .map(|r| r.images.clone())
             .unwrap_or_default(),
     };
-    let placeholder_version = options.release_version.clone();
+    let placeholder_version = options.release_version.clone().or_else(|| {
+        options
+            .substitute_placeholder
+            .then(|| metadata.as_ref().map(|m| m.version.to_string()))
+            .flatten()
+    });
 
     let outcomes: Vec<Result<FileOutcome, LoadError>> = files
         .par_iter()
