@@ -69,7 +69,7 @@ fn print(text: &str) -> anyhow::Result<()> {
 /// Load errors.
 pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     let (payload, options) = a.payload.load(false)?;
-    let plan = plan::build(&payload, &options.filters, a.mode, a.seed);
+    let plan = plan::from_payload(payload, &options.filters, a.mode, a.seed);
     let text = match a.output {
         PlanFormat::Text => output::text::plan(&plan),
         PlanFormat::Json => {
@@ -89,7 +89,7 @@ pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
 /// Load errors.
 pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
     let (payload, options) = a.payload.load(true)?;
-    let plan = plan::build(&payload, &options.filters, Mode::Updating, 0);
+    let plan = plan::from_payload(payload, &options.filters, Mode::Updating, 0);
     let objects: Vec<&minicvo::Manifest> = plan
         .tasks
         .iter()

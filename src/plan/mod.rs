@@ -151,7 +151,14 @@ pub fn action_for(m: &Manifest) -> Action {
     }
 }
 
-/// Builds the plan of a payload's included manifests.
+/// Builds the plan of a payload's included manifests, consuming the payload (no copies).
+#[must_use]
+pub fn from_payload(payload: Payload, filters: &Filters, mode: Mode, attempt: usize) -> Plan {
+    let version = payload.version();
+    build_from(version, payload.manifests, filters, mode, attempt)
+}
+
+/// Builds the plan of a payload's included manifests (copies them; see [`from_payload`]).
 #[must_use]
 pub fn build(payload: &Payload, filters: &Filters, mode: Mode, attempt: usize) -> Plan {
     build_from(
@@ -191,7 +198,7 @@ pub fn build_from(
             }
         })
         .collect();
-    let graph = build_graph(&tasks, mode, attempt);
+    let graph = build_graph_keyed(&tasks, mode, attempt);
     Plan {
         version,
         mode,
@@ -206,9 +213,13 @@ pub fn build_from(
 /// The graph alone, for tasks in load order.
 #[must_use]
 pub fn build_graph(tasks: &[Task], mode: Mode, attempt: usize) -> TaskGraph {
+    build_graph_keyed(tasks, mode, attempt)
+}
+
+fn build_graph_keyed(tasks: &[Task], mode: Mode, attempt: usize) -> TaskGraph {
     let key: Vec<Option<(String, String)>> = tasks
         .iter()
-        .map(|t| breaks::level_and_component(&t.manifest.file))
+        .map(|t| t.run_level.clone().zip(t.component.clone()))
         .collect();
     let mut graph = TaskGraph::new((0..tasks.len()).collect());
     graph.split(|t| tasks[t].manifest.is_job());
