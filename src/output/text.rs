@@ -59,11 +59,14 @@ pub fn plan(plan: &Plan) -> String {
         let tasks: usize = nodes.iter().map(|&n| plan.graph.nodes[n].tasks.len()).sum();
         let _ = writeln!(
             out,
-            "\nstage {}: run-level {}: {} {} in parallel, {tasks} tasks",
+            "\nstage {}: run-level {}: {}, {tasks} tasks",
             s + 1,
             levels.into_iter().collect::<Vec<_>>().join(", "),
-            nodes.len(),
-            if nodes.len() == 1 { "node" } else { "nodes" },
+            if nodes.len() == 1 {
+                "1 node".to_string()
+            } else {
+                format!("{} nodes in parallel", nodes.len())
+            },
         );
         for &n in nodes {
             let node = &plan.graph.nodes[n];
