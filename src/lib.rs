@@ -12,9 +12,12 @@
 //!    task list into run-level steps of parallel component nodes, node for node as the CVO
 //!    builds it.
 //! 4. [`output`]: the plan as text, JSON or DOT, and the rendered objects.
+//! 5. [`analysis`]: offline payload review: the upgrade plan between two payloads and the
+//!    ordering-hazard lint.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
+pub mod analysis;
 pub mod filter;
 pub mod manifest;
 pub mod output;

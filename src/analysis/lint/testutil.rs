@@ -1,0 +1,108 @@
+//! Small payloads written for one case, in temporary directories, and their lint.
+
+use std::path::Path;
+
+use tempfile::TempDir;
+
+use super::{Context, Finding, Previous, Rule, lint};
+use crate::filter::Filters;
+use crate::payload::{LoadOptions, Payload, load};
+use crate::plan::{self, Mode, Plan};
+
+/// The include annotations every test object gets.
+pub const PROFILES: &str =
+    "    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
+
+/// YAML of an object: `apiVersion`, `kind`, metadata (namespace when not empty, the
+/// self-managed-high-availability profile, plus `annotations` lines), then `body`.
+pub fn obj(api: &str, kind: &str, ns: &str, name: &str, annotations: &str, body: &str) -> String {
+    let ns = if ns.is_empty() {
+        String::new()
+    } else {
+        format!("  namespace: {ns}\n")
+    };
+    format!(
+        "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n{ns}  annotations:\n{PROFILES}{annotations}{body}"
+    )
+}
+
+/// The delete annotation line, for [`obj`].
+pub const DELETE: &str = "    release.openshift.io/delete: \"true\"\n";
+
+/// Writes `files` (name, text) into a new payload's `release-manifests/`.
+pub fn write(files: &[(&str, &str)]) -> TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rm = dir.path().join("release-manifests");
+    std::fs::create_dir(&rm).expect("mkdir");
+    for (name, text) in files {
+        std::fs::write(rm.join(name), text).expect("write");
+    }
+    dir
+}
+
+/// Loads a payload with the default filters (no placeholder substitution) and plans it in
+/// updating mode.
+pub fn load_and_plan(dir: &Path, filters: &Filters) -> (Payload, Plan) {
+    let options = LoadOptions {
+        filters: filters.clone(),
+        ..LoadOptions::default()
+    };
+    let payload = load(dir, &options).expect("payload loads");
+    let plan = plan::build(&payload, filters, Mode::Updating, 0);
+    (payload, plan)
+}
+
+/// Lints `new` (with `old` as the previous payload when given) with the default filters.
+pub fn lint_files(new: &[(&str, &str)], old: Option<&[(&str, &str)]>) -> Vec<Finding> {
+    let new = write(new);
+    let old = old.map(write);
+    lint_dirs(new.path(), old.as_ref().map(TempDir::path))
+}
+
+/// Lints payload directories with the default filters.
+pub fn lint_dirs(new: &Path, old: Option<&Path>) -> Vec<Finding> {
+    lint_dirs_with(new, old, &Filters::default())
+}
+
+/// Lints payload directories under one profile.
+pub fn lint_profile(new: &Path, old: Option<&Path>, profile: &str) -> Vec<Finding> {
+    let filters = Filters {
+        profile: profile.to_string(),
+        ..Filters::default()
+    };
+    lint_dirs_with(new, old, &filters)
+}
+
+/// Lints payload directories with the given filters.
+pub fn lint_dirs_with(new: &Path, old: Option<&Path>, filters: &Filters) -> Vec<Finding> {
+    let (payload, plan) = load_and_plan(new, filters);
+    let previous = old.map(|o| load_and_plan(o, filters));
+    let cx = Context::new(
+        &payload,
+        &plan,
+        previous
+            .as_ref()
+            .map(|(payload, plan)| Previous { payload, plan }),
+    );
+    lint(&cx)
+}
+
+/// The findings of one rule.
+pub fn of_rule(findings: &[Finding], rule: Rule) -> Vec<&Finding> {
+    findings.iter().filter(|f| f.rule == rule).collect()
+}
+
+/// Every profile of the openshift-multi corpus.
+pub const MULTI_PROFILES: &[&str] = &[
+    "self-managed-high-availability",
+    "single-node-developer",
+    "ibm-cloud-managed",
+    "hypershift",
+];
+
+/// The path of a shared corpus payload, relative to the crate root.
+pub fn corpus(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/payloads")
+        .join(name)
+}
