@@ -129,10 +129,10 @@ impl Filters {
             return Err("no annotations".to_string());
         };
         let get = |k: &str| ann.get(k).and_then(Value::as_str);
-        if let Some(id) = &self.exclude {
-            if get(&format!("{EXCLUDE_PREFIX}{id}")) == Some("true") {
-                return Err(format!("{EXCLUDE_PREFIX}{id}=true"));
-            }
+        if let Some(id) = &self.exclude
+            && get(&format!("{EXCLUDE_PREFIX}{id}")) == Some("true")
+        {
+            return Err(format!("{EXCLUDE_PREFIX}{id}=true"));
         }
         let fs = get(FEATURE_SET);
         let fg = get(FEATURE_GATE);
@@ -165,10 +165,8 @@ impl Filters {
         if let Some(caps) = m.annotation(CAPABILITY) {
             self.check_capabilities(caps)?;
         }
-        if let Some(o) = self.override_for(m) {
-            if o.unmanaged {
-                return Err("overridden (unmanaged)".to_string());
-            }
+        if self.override_for(m).is_some_and(|o| o.unmanaged) {
+            return Err("overridden (unmanaged)".to_string());
         }
         Ok(())
     }

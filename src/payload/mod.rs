@@ -251,10 +251,10 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
                     }
                 }
             }
-            if let Some(v) = &placeholder_version {
-                if text.contains(VERSION_PLACEHOLDER) {
-                    text = text.replace(VERSION_PLACEHOLDER, v);
-                }
+            if let Some(v) = &placeholder_version
+                && text.contains(VERSION_PLACEHOLDER)
+            {
+                text = text.replace(VERSION_PLACEHOLDER, v);
             }
             parse::parse_file(f.source, &f.name, &shown, &text).map(FileOutcome::Manifests)
         })
@@ -280,10 +280,10 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         }
     }
     let mut metadata = metadata;
-    if let (Some(meta), Some(v)) = (&mut metadata, &options.release_version) {
-        if let Ok(parsed) = semver::Version::parse(v) {
-            meta.version = parsed;
-        }
+    if let (Some(meta), Some(v)) = (&mut metadata, &options.release_version)
+        && let Ok(parsed) = semver::Version::parse(v)
+    {
+        meta.version = parsed;
     }
     Ok(Payload {
         root: root.to_path_buf(),

@@ -66,30 +66,30 @@ impl TaskGraph {
         let mut i = 0;
         while i < self.nodes.len() {
             let tasks = self.nodes[i].tasks.clone();
-            if tasks.len() > 1 {
-                if let Some(j) = tasks.iter().position(|&t| on(t)) {
-                    if j > 0 {
-                        let next = self.nodes.len();
-                        self.nodes.push(Node {
-                            ins: self.nodes[i].ins.clone(),
-                            tasks: tasks[..j].to_vec(),
-                            outs: vec![i],
-                        });
-                        self.replace_in_of(i, next);
-                        self.nodes[i].ins = vec![next];
-                    }
-                    if j < tasks.len() - 1 {
-                        let next = self.nodes.len();
-                        self.nodes.push(Node {
-                            ins: vec![i],
-                            tasks: tasks[j + 1..].to_vec(),
-                            outs: self.nodes[i].outs.clone(),
-                        });
-                        self.replace_out_of(i, next);
-                        self.nodes[i].outs = vec![next];
-                    }
-                    self.nodes[i].tasks = vec![tasks[j]];
+            if tasks.len() > 1
+                && let Some(j) = tasks.iter().position(|&t| on(t))
+            {
+                if j > 0 {
+                    let next = self.nodes.len();
+                    self.nodes.push(Node {
+                        ins: self.nodes[i].ins.clone(),
+                        tasks: tasks[..j].to_vec(),
+                        outs: vec![i],
+                    });
+                    self.replace_in_of(i, next);
+                    self.nodes[i].ins = vec![next];
                 }
+                if j < tasks.len() - 1 {
+                    let next = self.nodes.len();
+                    self.nodes.push(Node {
+                        ins: vec![i],
+                        tasks: tasks[j + 1..].to_vec(),
+                        outs: self.nodes[i].outs.clone(),
+                    });
+                    self.replace_out_of(i, next);
+                    self.nodes[i].outs = vec![next];
+                }
+                self.nodes[i].tasks = vec![tasks[j]];
             }
             i += 1;
         }
