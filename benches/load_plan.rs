@@ -23,11 +23,19 @@ fn load_and_plan_openshift_multi() -> usize {
 
 #[divan::bench(sample_count = 20)]
 fn load_openshift_multi() -> usize {
-    load(&corpus(), &LoadOptions::default()).expect("loads").manifests.len()
+    load(&corpus(), &LoadOptions::default())
+        .expect("loads")
+        .manifests
+        .len()
 }
 
 #[divan::bench(args = [Mode::Updating, Mode::Initializing, Mode::Reconciling])]
 fn plan_only_openshift_multi(bencher: divan::Bencher, mode: Mode) {
     let payload = load(&corpus(), &LoadOptions::default()).expect("loads");
-    bencher.bench(|| plan::build(&payload, &Filters::default(), mode, 3).graph.nodes.len());
+    bencher.bench(|| {
+        plan::build(&payload, &Filters::default(), mode, 3)
+            .graph
+            .nodes
+            .len()
+    });
 }

@@ -13,15 +13,17 @@ fn corpus(name: &str) -> PathBuf {
 
 fn plan_of(name: &str, mode: Mode) -> Plan {
     let options = LoadOptions::default();
-    let payload = load(&corpus(name), &options)
-        .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
+    let payload =
+        load(&corpus(name), &options).unwrap_or_else(|e| panic!("{name} does not load: {e}"));
     plan::build(&payload, &Filters::default(), mode, 0)
 }
 
 fn find(plan: &Plan, kind: &str, name: &str, action: &Action) -> usize {
     plan.tasks
         .iter()
-        .position(|t| t.manifest.id.kind == kind && t.manifest.id.name == name && &t.action == action)
+        .position(|t| {
+            t.manifest.id.kind == kind && t.manifest.id.name == name && &t.action == action
+        })
         .unwrap_or_else(|| panic!("no {action} task for {kind} {name}"))
 }
 
@@ -45,7 +47,10 @@ fn every_corpus_payload_loads_and_plans_acyclically() {
                     seen[t] += 1;
                 }
             }
-            assert!(seen.iter().all(|&c| c == 1), "{name} {mode}: every task in exactly one node");
+            assert!(
+                seen.iter().all(|&c| c == 1),
+                "{name} {mode}: every task in exactly one node"
+            );
         }
     }
 }
@@ -60,10 +65,16 @@ fn openshift_multi_includes_496_manifests_for_the_default_profile() {
 fn openshift_multi_counts_per_profile() {
     let count = |profile: &str| {
         let options = LoadOptions {
-            filters: Filters { profile: profile.into(), ..Filters::default() },
+            filters: Filters {
+                profile: profile.into(),
+                ..Filters::default()
+            },
             ..LoadOptions::default()
         };
-        load(&corpus("openshift-multi"), &options).unwrap().manifests.len()
+        load(&corpus("openshift-multi"), &options)
+            .unwrap()
+            .manifests
+            .len()
     };
     assert_eq!(count("single-node-developer"), 323);
     assert_eq!(count("hypershift"), 151);
@@ -77,28 +88,47 @@ fn openshift_multi_service_ca_namespace_without_annotations_is_excluded() {
         .iter()
         .find(|e| e.manifest.id.kind == "Namespace" && e.manifest.id.name == "openshift-service-ca")
         .expect("excluded");
-    assert_eq!(e.reason, "include.release.openshift.io/self-managed-high-availability unset");
+    assert_eq!(
+        e.reason,
+        "include.release.openshift.io/self-managed-high-availability unset"
+    );
 }
 
 #[test]
 fn mco_before_fix_deletes_the_binding_before_the_deployment_update() {
     let p = plan_of("mco-before-fix", Mode::Updating);
-    let del = find(&p, "ClusterRoleBinding", "default-account-openshift-machine-config-operator", &Action::Delete);
+    let del = find(
+        &p,
+        "ClusterRoleBinding",
+        "default-account-openshift-machine-config-operator",
+        &Action::Delete,
+    );
     let dep = find(&p, "Deployment", "machine-config-operator", &Action::Apply);
     let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
-    assert!(p.runs_before(del, dep, &node_of, &anc), "delete must run before the Deployment");
+    assert!(
+        p.runs_before(del, dep, &node_of, &anc),
+        "delete must run before the Deployment"
+    );
     assert_eq!(p.tasks[del].run_level.as_deref(), Some("80"));
 }
 
 #[test]
 fn mco_after_fix_deletes_the_binding_after_the_cluster_operator_wait() {
     let p = plan_of("mco-after-fix", Mode::Updating);
-    let del = find(&p, "ClusterRoleBinding", "default-account-openshift-machine-config-operator", &Action::Delete);
+    let del = find(
+        &p,
+        "ClusterRoleBinding",
+        "default-account-openshift-machine-config-operator",
+        &Action::Delete,
+    );
     let dep = find(&p, "Deployment", "machine-config-operator", &Action::Apply);
     let co = find(&p, "ClusterOperator", "machine-config", &Action::Wait);
     let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
     assert!(p.runs_before(dep, del, &node_of, &anc));
-    assert!(p.runs_before(co, del, &node_of, &anc), "delete must wait for the ClusterOperator");
+    assert!(
+        p.runs_before(co, del, &node_of, &anc),
+        "delete must wait for the ClusterOperator"
+    );
     assert_eq!(p.tasks[del].run_level.as_deref(), Some("90"));
 }
 
@@ -107,11 +137,18 @@ fn openshift_multi_updating_keeps_run_levels_as_barriers() {
     let p = plan_of("openshift-multi", Mode::Updating);
     let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
     // Any two tasks at different run-levels, both matched, are ordered by load order.
-    let leveled: Vec<usize> = (0..p.tasks.len()).filter(|&t| p.tasks[t].run_level.is_some()).collect();
+    let leveled: Vec<usize> = (0..p.tasks.len())
+        .filter(|&t| p.tasks[t].run_level.is_some())
+        .collect();
     for w in leveled.windows(2) {
         let (a, b) = (w[0], w[1]);
         if p.tasks[a].run_level != p.tasks[b].run_level {
-            assert!(p.runs_before(a, b, &node_of, &anc), "{} before {}", p.tasks[a].manifest.file, p.tasks[b].manifest.file);
+            assert!(
+                p.runs_before(a, b, &node_of, &anc),
+                "{} before {}",
+                p.tasks[a].manifest.file,
+                p.tasks[b].manifest.file
+            );
         }
     }
 }
@@ -131,6 +168,13 @@ fn openshift_multi_initializing_runs_components_in_parallel() {
         prev = Some(key);
     }
     assert_eq!(busy, blocks);
-    assert_eq!(p.graph.nodes[0].outs.len(), blocks, "all blocks start together");
-    assert_eq!(Mode::Initializing.default_parallelism(p.graph.nodes.len()), p.graph.nodes.len());
+    assert_eq!(
+        p.graph.nodes[0].outs.len(),
+        blocks,
+        "all blocks start together"
+    );
+    assert_eq!(
+        Mode::Initializing.default_parallelism(p.graph.nodes.len()),
+        p.graph.nodes.len()
+    );
 }

@@ -26,21 +26,35 @@ fn payload(files: &[(&str, &str)]) -> tempfile::TempDir {
 
 fn error(files: &[(&str, &str)]) -> String {
     let dir = payload(files);
-    load(dir.path(), &LoadOptions::default()).unwrap_err().to_string()
+    load(dir.path(), &LoadOptions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 const META: &str = r#"{"kind":"cincinnati-metadata-v0","version":"4.14.0"}"#;
 
 #[test]
 fn malformed_yaml() {
-    let e = error(&[("0000_10_a_ok.yaml", CM), ("0000_20_b_bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x\n")]);
-    assert!(e.starts_with("release-manifests/0000_20_b_bad.yaml: document 0 (line "), "{e}");
+    let e = error(&[
+        ("0000_10_a_ok.yaml", CM),
+        (
+            "0000_20_b_bad.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x\n",
+        ),
+    ]);
+    assert!(
+        e.starts_with("release-manifests/0000_20_b_bad.yaml: document 0 (line "),
+        "{e}"
+    );
     assert!(e.contains("invalid YAML"), "{e}");
 }
 
 #[test]
 fn missing_kind() {
-    let e = error(&[("0000_10_a_x.yaml", &format!("{CM}---\napiVersion: v1\nmetadata:\n  name: b\n"))]);
+    let e = error(&[(
+        "0000_10_a_x.yaml",
+        &format!("{CM}---\napiVersion: v1\nmetadata:\n  name: b\n"),
+    )]);
     assert_eq!(
         e,
         "release-manifests/0000_10_a_x.yaml: document 1 (line 9): object has no kind: must contain kubernetes required fields apiVersion, kind and metadata.name"
@@ -49,7 +63,10 @@ fn missing_kind() {
 
 #[test]
 fn missing_name() {
-    let e = error(&[("0000_10_a_x.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n")]);
+    let e = error(&[(
+        "0000_10_a_x.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n",
+    )]);
     assert_eq!(
         e,
         "release-manifests/0000_10_a_x.yaml: document 0 (line 1): object has no metadata.name: must contain kubernetes required fields apiVersion, kind and metadata.name"
@@ -68,22 +85,42 @@ fn duplicate_object_in_one_file() {
 #[test]
 fn same_object_in_two_files_is_allowed_like_the_cvo() {
     let dir = payload(&[("0000_10_a_x.yaml", CM), ("0000_10_a_y.yaml", CM)]);
-    assert_eq!(load(dir.path(), &LoadOptions::default()).unwrap().manifests.len(), 2);
+    assert_eq!(
+        load(dir.path(), &LoadOptions::default())
+            .unwrap()
+            .manifests
+            .len(),
+        2
+    );
 }
 
 #[test]
 fn unreadable_file() {
     let dir = payload(&[("0000_10_a_ok.yaml", CM)]);
-    std::os::unix::fs::symlink("/nonexistent/target", dir.path().join("release-manifests/0000_20_b_gone.yaml")).unwrap();
+    std::os::unix::fs::symlink(
+        "/nonexistent/target",
+        dir.path().join("release-manifests/0000_20_b_gone.yaml"),
+    )
+    .unwrap();
     let e = load(dir.path(), &LoadOptions::default()).unwrap_err();
     assert!(matches!(e, LoadError::Io { .. }), "{e}");
-    assert!(e.to_string().starts_with("release-manifests/0000_20_b_gone.yaml: cannot read: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("release-manifests/0000_20_b_gone.yaml: cannot read: "),
+        "{e}"
+    );
 }
 
 #[test]
 fn bad_release_metadata() {
-    let e = error(&[("release-metadata", r#"{"kind":"cincinnati-metadata-v0"}"#), ("0000_10_a_x.yaml", CM)]);
-    assert_eq!(e, "release-manifests/release-metadata: invalid release metadata: missing version");
+    let e = error(&[
+        ("release-metadata", r#"{"kind":"cincinnati-metadata-v0"}"#),
+        ("0000_10_a_x.yaml", CM),
+    ]);
+    assert_eq!(
+        e,
+        "release-manifests/release-metadata: invalid release metadata: missing version"
+    );
     let e = error(&[("release-metadata", "not json"), ("0000_10_a_x.yaml", CM)]);
     assert!(e.starts_with("release-manifests/release-metadata: invalid release metadata: not valid JSON at line 1 column 2"), "{e}");
 }
@@ -91,7 +128,11 @@ fn bad_release_metadata() {
 #[test]
 fn version_mismatch_with_image_references() {
     let refs = "kind: ImageStream\napiVersion: image.openshift.io/v1\nmetadata:\n  name: 4.13.0\nspec:\n  tags: []\n";
-    let e = error(&[("release-metadata", META), ("image-references", refs), ("0000_10_a_x.yaml", CM)]);
+    let e = error(&[
+        ("release-metadata", META),
+        ("image-references", refs),
+        ("0000_10_a_x.yaml", CM),
+    ]);
     assert_eq!(
         e,
         "release-manifests/image-references: version from image-references (4.13.0) differs from release-metadata (4.14.0)"
@@ -101,7 +142,11 @@ fn version_mismatch_with_image_references() {
 #[test]
 fn not_a_directory() {
     let e = load(Path::new("/nonexistent/payload"), &LoadOptions::default()).unwrap_err();
-    assert!(e.to_string().starts_with("/nonexistent/payload: not a payload directory"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/payload: not a payload directory"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -109,26 +154,46 @@ fn missing_release_metadata_is_a_warning_not_an_error() {
     let dir = payload(&[("0000_10_a_x.yaml", CM)]);
     let p = load(dir.path(), &LoadOptions::default()).unwrap();
     assert_eq!(p.version(), None);
-    assert_eq!(p.warnings, vec!["release-manifests/release-metadata not found: the release version is unknown"]);
+    assert_eq!(
+        p.warnings,
+        vec!["release-manifests/release-metadata not found: the release version is unknown"]
+    );
 }
 
 #[test]
 fn template_with_unknown_field_skips_that_file_only() {
-    let templated = format!("{CM}data:\n  image: {{{{.ReleaseImage}}}}\n  profile: {{{{ .ClusterProfile }}}}\n");
-    let unknown = CM.replace("name: a", "name: b").to_string() + "data:\n  x: '{{index .FutureField \"k\"}}'\n";
+    let templated = format!(
+        "{CM}data:\n  image: {{{{.ReleaseImage}}}}\n  profile: {{{{ .ClusterProfile }}}}\n"
+    );
+    let unknown = CM.replace("name: a", "name: b").to_string()
+        + "data:\n  x: '{{index .FutureField \"k\"}}'\n";
     let dir = payload(&[
         ("manifests/0000_00_cvo_a.yaml", &templated),
         ("manifests/0000_00_cvo_b.yaml", &unknown),
         ("0000_10_a_x.yaml", &CM.replace("name: a", "name: c")),
     ]);
-    let options = LoadOptions { release_image: "quay.io/r:1".into(), ..LoadOptions::default() };
+    let options = LoadOptions {
+        release_image: "quay.io/r:1".into(),
+        ..LoadOptions::default()
+    };
     let p = load(dir.path(), &options).unwrap();
     let names: Vec<&str> = p.manifests.iter().map(|m| m.id.name.as_str()).collect();
-    assert_eq!(names, ["a", "c"], "manifests/ first, then release-manifests/, unknown-field file skipped");
+    assert_eq!(
+        names,
+        ["a", "c"],
+        "manifests/ first, then release-manifests/, unknown-field file skipped"
+    );
     assert_eq!(p.manifests[0].object["data"]["image"], "quay.io/r:1");
-    assert_eq!(p.manifests[0].object["data"]["profile"], "self-managed-high-availability");
+    assert_eq!(
+        p.manifests[0].object["data"]["profile"],
+        "self-managed-high-availability"
+    );
     assert_eq!(p.warnings.len(), 2);
-    assert!(p.warnings[1].starts_with("manifests/0000_00_cvo_b.yaml: skipped: template: line 9:"), "{:?}", p.warnings);
+    assert!(
+        p.warnings[1].starts_with("manifests/0000_00_cvo_b.yaml: skipped: template: line 9:"),
+        "{:?}",
+        p.warnings
+    );
 }
 
 #[test]
@@ -143,7 +208,10 @@ fn release_manifests_are_never_templated() {
 fn only_yaml_yml_json_files_are_read_in_byte_order_without_recursion() {
     let dir = payload(&[
         ("0000_10_b.yml", &CM.replace("name: a", "name: yml")),
-        ("0000_10_a.json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"json","annotations":{"include.release.openshift.io/self-managed-high-availability":"true"}}}"#),
+        (
+            "0000_10_a.json",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"json","annotations":{"include.release.openshift.io/self-managed-high-availability":"true"}}}"#,
+        ),
         ("0000_10_c.yaml", &CM.replace("name: a", "name: yaml")),
         ("0000_10_a_file", CM),
         ("0000_10_d.YAML", CM),
@@ -168,11 +236,17 @@ fn a_bare_directory_of_manifests_is_release_manifests() {
 fn release_version_replaces_the_placeholder() {
     let text = CM.to_string() + "data:\n  v: 0.0.1-snapshot\n  k: 0.0.1-snapshot-kubernetes\n";
     let dir = payload(&[("release-metadata", META), ("0000_10_a_x.yaml", &text)]);
-    let options = LoadOptions { substitute_placeholder: true, ..LoadOptions::default() };
+    let options = LoadOptions {
+        substitute_placeholder: true,
+        ..LoadOptions::default()
+    };
     let p = load(dir.path(), &options).unwrap();
     assert_eq!(p.manifests[0].object["data"]["v"], "4.14.0");
     assert_eq!(p.manifests[0].object["data"]["k"], "4.14.0-kubernetes");
-    let options = LoadOptions { release_version: Some("9.9.9".into()), ..LoadOptions::default() };
+    let options = LoadOptions {
+        release_version: Some("9.9.9".into()),
+        ..LoadOptions::default()
+    };
     let p = load(dir.path(), &options).unwrap();
     assert_eq!(p.manifests[0].object["data"]["v"], "9.9.9");
     assert_eq!(p.version().as_deref(), Some("9.9.9"));

@@ -2,9 +2,9 @@
 //! unordered) agrees with the CVO's rules, written here independently of the planner, and the
 //! graph is acyclic.
 
+use minicvo::Filters;
 use minicvo::manifest::{Manifest, ObjectId, Source};
 use minicvo::plan::{self, Mode, Plan};
-use minicvo::Filters;
 use proptest::prelude::*;
 
 /// One generated task: (run-level, component) or an unmatched name, and whether it is a Job.
@@ -17,12 +17,14 @@ struct Spec {
 fn spec() -> impl Strategy<Value = Spec> {
     let level = prop_oneof![Just("00"), Just("05"), Just("10"), Just("100"), Just("5")];
     let comp = prop_oneof![Just("a"), Just("b"), Just("c-d"), Just("e")];
-    (proptest::option::weighted(0.85, (level, comp)), proptest::bool::weighted(0.08)).prop_map(
-        |(key, job)| Spec {
+    (
+        proptest::option::weighted(0.85, (level, comp)),
+        proptest::bool::weighted(0.08),
+    )
+        .prop_map(|(key, job)| Spec {
             key: key.map(|(l, c)| (l.to_string(), c.to_string())),
             job,
-        },
-    )
+        })
 }
 
 fn manifests(specs: &[Spec]) -> Vec<Manifest> {
@@ -34,7 +36,11 @@ fn manifests(specs: &[Spec]) -> Vec<Manifest> {
                 Some((l, c)) => format!("0000_{l}_{c}_{i:03}.yaml"),
                 None => format!("x{i:03}.yaml"),
             };
-            let (api, kind) = if s.job { ("batch/v1", "Job") } else { ("v1", "ConfigMap") };
+            let (api, kind) = if s.job {
+                ("batch/v1", "Job")
+            } else {
+                ("v1", "ConfigMap")
+            };
             let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
             Manifest {
                 source: Source::ReleaseManifests,
@@ -42,7 +48,12 @@ fn manifests(specs: &[Spec]) -> Vec<Manifest> {
                 document: 0,
                 line: 1,
                 api_version: api.to_string(),
-                id: ObjectId { group, kind: kind.into(), namespace: Some("n".into()), name: format!("t{i}") },
+                id: ObjectId {
+                    group,
+                    kind: kind.into(),
+                    namespace: Some("n".into()),
+                    name: format!("t{i}"),
+                },
                 object: serde_json::json!({}),
             }
         })
@@ -79,9 +90,8 @@ fn steps(specs: &[Spec]) -> Vec<usize> {
     for (i, s) in specs.iter().enumerate() {
         if i > 0 {
             let p = &specs[i - 1];
-            let same = !s.job
-                && !p.job
-                && matches!((&s.key, &p.key), (Some(a), Some(b)) if a.0 == b.0);
+            let same =
+                !s.job && !p.job && matches!((&s.key, &p.key), (Some(a), Some(b)) if a.0 == b.0);
             if !same {
                 id += 1;
             }
@@ -94,7 +104,10 @@ fn steps(specs: &[Spec]) -> Vec<usize> {
 fn check(specs: &[Spec], p: &Plan, mode: Mode) -> Result<(), TestCaseError> {
     prop_assert!(p.graph.is_acyclic());
     let node_of = p.node_of_task();
-    prop_assert!(node_of.iter().all(|&n| n != usize::MAX), "every task placed");
+    prop_assert!(
+        node_of.iter().all(|&n| n != usize::MAX),
+        "every task placed"
+    );
     let anc = p.graph.ancestors();
     let blk = blocks(specs);
     let stp = steps(specs);
@@ -113,7 +126,16 @@ fn check(specs: &[Spec], p: &Plan, mode: Mode) -> Result<(), TestCaseError> {
                     Mode::Initializing | Mode::Reconciling => false,
                 }
             };
-            prop_assert_eq!(fwd, expected, "{} tasks {} and {}: {:?} / {:?}", mode, a, b, specs[a], specs[b]);
+            prop_assert_eq!(
+                fwd,
+                expected,
+                "{} tasks {} and {}: {:?} / {:?}",
+                mode,
+                a,
+                b,
+                specs[a],
+                specs[b]
+            );
         }
     }
     Ok(())
