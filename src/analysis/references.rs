@@ -78,44 +78,36 @@ pub struct Use {
     pub optional: bool,
 }
 
+/// Describes the use from the used object's point of view, as what the workload's pods do
+/// with "it": `run as ServiceAccount ns/default, which it names as a subject`,
+/// `mount it as volume config (optional)`.
 impl fmt::Display for Use {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let opt = if self.optional { " (optional)" } else { "" };
         match &self.via {
-            Via::ServiceAccount { implicit: true } => write!(
-                f,
-                "runs as {} (no serviceAccountName, so the namespace's default account)",
-                self.target
-            ),
-            Via::ServiceAccount { implicit: false } => write!(f, "runs as {}", self.target),
-            Via::Binding { service_account } => write!(
-                f,
-                "runs as {service_account}, which {} names as a subject",
-                self.target
-            ),
+            Via::ServiceAccount { implicit: true } => {
+                f.write_str("run as it (no serviceAccountName: the namespace's default account)")
+            }
+            Via::ServiceAccount { implicit: false } => f.write_str("run as it"),
+            Via::Binding { service_account } => {
+                write!(f, "run as {service_account}, which it names as a subject")
+            }
             Via::Role {
                 binding,
                 service_account,
-            } => write!(
-                f,
-                "runs as {service_account}, which {binding} grants {}",
-                self.target
-            ),
-            Via::Volume { volume } => write!(f, "mounts {} as volume {volume}{opt}", self.target),
+            } => write!(f, "run as {service_account}, which {binding} grants it"),
+            Via::Volume { volume } => write!(f, "mount it as volume {volume}{opt}"),
             Via::Env {
                 container,
                 variable,
-            } => write!(
-                f,
-                "reads {} into ${variable} of container {container}{opt}",
-                self.target
-            ),
-            Via::EnvFrom { container } => write!(
-                f,
-                "loads the environment of container {container} from {}{opt}",
-                self.target
-            ),
-            Via::ImagePullSecret => write!(f, "pulls images with {}", self.target),
+            } => write!(f, "read it into ${variable} of container {container}{opt}"),
+            Via::EnvFrom { container } => {
+                write!(
+                    f,
+                    "load the environment of container {container} from it{opt}"
+                )
+            }
+            Via::ImagePullSecret => f.write_str("pull images with it"),
         }
     }
 }

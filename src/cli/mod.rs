@@ -1,7 +1,9 @@
 //! Command-line arguments and the commands they run.
 
 pub mod args;
+mod lint;
 mod plan;
+mod upgrade_plan;
 
 use std::process::ExitCode;
 
@@ -33,6 +35,11 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Print the included, rendered objects in task order.
     Render(plan::RenderArgs),
+    /// What an update from OLD to NEW does to every object: created, updated, unchanged,
+    /// deleted, orphaned, placed in NEW's plan (no cluster needed).
+    UpgradePlan(upgrade_plan::UpgradePlanArgs),
+    /// Find ordering hazards and payload mistakes; exit 1 on errors (no cluster needed).
+    Lint(lint::LintArgs),
 }
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
@@ -62,6 +69,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Plan(a) => plan::plan(&a),
         Command::Render(a) => plan::render(&a),
+        Command::UpgradePlan(a) => upgrade_plan::upgrade_plan(&a),
+        Command::Lint(a) => lint::lint(&a),
     }
 }
 

@@ -55,7 +55,8 @@ pub struct RenderArgs {
     pub output: RenderFormat,
 }
 
-fn print(text: &str) -> anyhow::Result<()> {
+/// Writes `text` to stdout; a closed pipe (`| head`) is not an error.
+pub(super) fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

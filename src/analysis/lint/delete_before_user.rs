@@ -286,7 +286,7 @@ fn too_early(cx: &Context, d: usize, w: &Manifest, uses: &[Use], hazard: &Hazard
         message,
     )
     .hint(hint)
-    .related("user in previous payload", old_user);
+    .related("user", old_user);
     if let Some((role, t)) = related {
         f = f.related(role, cx.location(t));
     }

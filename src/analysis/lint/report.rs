@@ -144,11 +144,11 @@ fn finding(out: &mut String, f: &Finding) {
     for r in &f.related {
         let side = match r.location.payload {
             Side::Payload => "",
-            Side::Previous => "previous ",
+            Side::Previous => " (previous payload)",
         };
         let _ = writeln!(
             out,
-            "  {}: {side}{} {}",
+            "  {}{side}: {} {}",
             r.role,
             r.location.short(),
             r.location.object

@@ -27,6 +27,22 @@ pub fn summary(up: &UpgradePlan) -> String {
     format!("{} objects: {}", up.entries.len(), parts.join(", "))
 }
 
+/// `level/component` of a node's tasks, in order, joined by ` + `.
+fn components(plan: &crate::plan::Plan, tasks: &[usize]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for &t in tasks {
+        let task = &plan.tasks[t];
+        let c = match (&task.run_level, &task.component) {
+            (Some(l), Some(c)) => format!("{l}/{c}"),
+            _ => "unleveled".to_string(),
+        };
+        if !seen.contains(&c) {
+            seen.push(c);
+        }
+    }
+    seen.join(" + ")
+}
+
 /// The text form.
 #[must_use]
 pub fn text(up: &UpgradePlan, options: Options) -> String {
@@ -84,7 +100,11 @@ pub fn text(up: &UpgradePlan, options: Options) -> String {
             if node_tasks.is_empty() {
                 continue;
             }
-            let _ = writeln!(out, "  node {n}:");
+            let _ = writeln!(
+                out,
+                "  node {n}: {}",
+                components(plan, &plan.graph.nodes[n].tasks)
+            );
             for t in node_tasks {
                 let e = &up.entries[entry_of_task[t]];
                 let task = &plan.tasks[t];

@@ -164,10 +164,9 @@ fn configmap_volume_still_mounted_by_this_payload_is_deleted_but_used() {
     let hits = of_rule(&findings, Rule::DeletedButUsed);
     assert_eq!(hits.len(), 1, "{findings:#?}");
     assert_eq!(hits[0].severity, Severity::Error);
-    assert!(
-        hits[0]
-            .message
-            .contains("mounts ConfigMap op/settings as volume cfg")
+    assert_eq!(
+        hits[0].message,
+        "deleted, but Deployment.apps op/op of this payload still uses it: its pods mount it as volume cfg"
     );
     // Without --previous the ordering rule leaves a note, nothing more.
     let notes = of_rule(&findings, Rule::DeleteBeforeLastUser);

@@ -1,0 +1,110 @@
+//! `minicvo lint PAYLOAD [--previous OLD]`: ordering hazards and payload mistakes, per profile.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use minicvo::analysis::lint::report::{self, ProfileReport, Report};
+use minicvo::analysis::lint::{Context, Previous, lint as run_lint};
+use minicvo::analysis::profiles_seen;
+use minicvo::{Mode, plan};
+
+use super::EXIT_FAILURE;
+use super::args::PayloadArgs;
+use super::plan::print;
+
+/// Output format of `lint`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LintFormat {
+    /// Findings for people.
+    Text,
+    /// The `LintReport` JSON document.
+    Json,
+}
+
+/// Arguments of `lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub payload: PayloadArgs,
+    /// The payload the cluster runs before the update: enables the checks against its
+    /// workloads, CRDs and namespaces.
+    #[arg(long, value_name = "OLD")]
+    pub previous: Option<PathBuf>,
+    /// Lint once per profile named by any `include.release.openshift.io/<profile>`
+    /// annotation of the payload (overrides --profile).
+    #[arg(long)]
+    pub all_profiles: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: LintFormat,
+}
+
+/// Runs `lint`; exits with 1 when any profile has an error-level finding. The version
+/// placeholder is not substituted unless `--release-version` is given, so placeholders the
+/// release tooling never replaced are reported.
+///
+/// # Errors
+/// Load errors of either payload, usage errors of the filters.
+pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
+    let profiles: Vec<String> = if a.all_profiles {
+        let (payload, options) = a.payload.load(false)?;
+        let seen = profiles_seen(&payload);
+        if seen.is_empty() {
+            vec![options.filters.profile]
+        } else {
+            seen.into_iter().collect()
+        }
+    } else {
+        vec![a.payload.filters.profile.clone()]
+    };
+    let mut reports = Vec::new();
+    for profile in profiles {
+        let mut args = a.payload.clone();
+        args.filters.profile.clone_from(&profile);
+        let (payload, options) = args.load(false)?;
+        let filters = &options.filters;
+        let plan = plan::build(&payload, filters, Mode::Updating, 0);
+        let previous = match &a.previous {
+            Some(path) => {
+                let mut old_args = args.clone();
+                old_args.payload.clone_from(path);
+                let (old, _) = old_args.load(false)?;
+                let old_plan = plan::build(&old, filters, Mode::Updating, 0);
+                Some((old, old_plan))
+            }
+            None => None,
+        };
+        let cx = Context::new(
+            &payload,
+            &plan,
+            previous
+                .as_ref()
+                .map(|(payload, plan)| Previous { payload, plan }),
+        );
+        reports.push(ProfileReport {
+            profile,
+            feature_set: plan.feature_set.clone(),
+            findings: run_lint(&cx),
+        });
+    }
+    let result = Report {
+        payload: a.payload.payload.display().to_string(),
+        previous: a.previous.as_ref().map(|p| p.display().to_string()),
+        profiles: reports,
+    };
+    let out = match a.output {
+        LintFormat::Text => report::text(&result),
+        LintFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&report::json(&result))?;
+            s.push('\n');
+            s
+        }
+    };
+    print(&out)?;
+    Ok(if result.has_errors() {
+        ExitCode::from(EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

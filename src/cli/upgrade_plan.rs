@@ -1,0 +1,79 @@
+//! `minicvo upgrade-plan OLD NEW`: what an update from OLD to NEW does to every object.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use minicvo::analysis::upgrade_plan::{self, dot, json, text};
+
+use super::args::{FilterArgs, PayloadArgs};
+use super::plan::print;
+
+/// Output format of `upgrade-plan`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum UpgradePlanFormat {
+    /// NEW's plan with every object's change, then what NEW leaves behind.
+    Text,
+    /// The `UpgradePlan` JSON document.
+    Json,
+    /// Graphviz DOT of NEW's graph, nodes coloured by change.
+    Dot,
+}
+
+/// Arguments of `upgrade-plan`.
+#[derive(Debug, Args)]
+pub struct UpgradePlanArgs {
+    /// The payload the cluster runs now.
+    pub old: PathBuf,
+    /// The payload to update to.
+    pub new: PathBuf,
+    /// Filters, applied to both payloads.
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Show a unified diff of the YAML of every updated object (text and JSON).
+    #[arg(long)]
+    pub diff: bool,
+    /// Leave unchanged objects out of the text listing.
+    #[arg(long)]
+    pub changed_only: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: UpgradePlanFormat,
+}
+
+/// Runs `upgrade-plan`. Each payload's `0.0.1-snapshot` placeholder is replaced by its own
+/// release version (when it has `release-metadata`), as `apply` does.
+///
+/// # Errors
+/// Load errors of either payload, usage errors of the filters.
+pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
+    let load = |path: &PathBuf| {
+        PayloadArgs {
+            payload: path.clone(),
+            filters: a.filters.clone(),
+            release_image: String::new(),
+            release_version: None,
+        }
+        .load(true)
+    };
+    let (old, options) = load(&a.old)?;
+    let (new, _) = load(&a.new)?;
+    let up = upgrade_plan::build(&old, &new, &options.filters);
+    let out = match a.output {
+        UpgradePlanFormat::Text => text::text(
+            &up,
+            text::Options {
+                diff: a.diff,
+                changed_only: a.changed_only,
+            },
+        ),
+        UpgradePlanFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&json::json(&up, a.diff))?;
+            s.push('\n');
+            s
+        }
+        UpgradePlanFormat::Dot => dot::dot(&up),
+    };
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
