@@ -26,6 +26,7 @@ fi
 
 tmp=$CACHE/$key/bin.partial
 mkdir -p "$tmp"
+echo "build-testplane: cache miss, building into $CACHE/$key (cold: about 10 min on 2 cores)" >&2
 minor=${K8S_VERSION#v1.}
 minor=${minor%%.*}
 ld="-s -w"

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The test control plane: etcd, kube-apiserver and kube-controller-manager on 127.0.0.1, built by
+# hack/build-testplane.sh. See hack/TESTPLANE.md.
+#
+#   eval "$(hack/testplane.sh start)"   start a plane in a fresh temp dir; prints the exports
+#   hack/testplane.sh env  [DIR]        print the exports again (DIR defaults to $TESTPLANE_DIR)
+#   hack/testplane.sh stop [DIR]        stop the processes this script started, remove DIR
+#
+# Environment:
+#   TESTPLANE_BIN            bin dir with etcd, kube-apiserver, kube-controller-manager
+#                            (default: the output of hack/build-testplane.sh)
+#   TESTPLANE_START_TIMEOUT  seconds to wait for the plane to be ready (default 120)
+#   TESTPLANE_WATCH_PID      if set, a watchdog stops the plane when this process exits
+#   TESTPLANE_KEEP_FAILED=1  keep the work dir after a failed start (for debugging)
+#
+# Data on stdout (only the export lines), progress and logs on stderr.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SELF=$ROOT/hack/testplane.sh
+# The processes we start, in start order; stop goes in reverse.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager)
+
+say() { echo "testplane: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# is_ours DIR PID: the pid is alive and is one of our processes (its command line names DIR), so a
+# recycled pid is never signalled.
+is_ours() {
+  local cmd
+  cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$2/cmdline") || return 1
+  [[ $cmd == *"$1"* ]]
+}
+
+# wait_for DIR DEADLINE WHAT CMD...: poll CMD every 0.2 s until it succeeds; fail early when one of
+# the started processes has died, and at DEADLINE (an absolute $SECONDS value).
+wait_for() {
+  local w=$1 deadline=$2 what=$3
+  shift 3
+  until "$@" >/dev/null 2>&1; do
+    local c
+    for c in "${COMPONENTS[@]}"; do
+      [[ -f $w/$c.pid ]] || continue
+      is_ours "$w" "$(<"$w/$c.pid")" || { say "$c exited while waiting for $what"; return 1; }
+    done
+    ((SECONDS < deadline)) || { say "timed out waiting for $what"; return 1; }
+    sleep 0.2
+  done
+}
+
+# launch DIR NAME ARGS...: start $BIN/NAME in the background, log to DIR/NAME.log, pid to DIR/NAME.pid.
+launch() {
+  local w=$1 name=$2
+  shift 2
+  "$BIN/$name" "$@" </dev/null >"$w/$name.log" 2>&1 &
+  echo $! >"$w/$name.pid"
+}
+
+print_logs() {
+  local w=$1 c
+  for c in "${COMPONENTS[@]}"; do
+    [[ -f $w/$c.log ]] || continue
+    echo "----- last 40 lines of $w/$c.log -----" >&2
+    tail -n 40 "$w/$c.log" >&2
+  done
+}
+
+make_pki() {
+  local p=$1/pki
+  mkdir -p "$p"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=testplane-ca \
+    -keyout "$p/ca.key" -out "$p/ca.crt" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver \
+    -keyout "$p/apiserver.key" -out "$p/apiserver.csr" 2>/dev/null
+  printf '%s\n' 'basicConstraints=critical,CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+    'extendedKeyUsage=serverAuth' \
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc' \
+    >"$p/san.ext"
+  openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -days 365 \
+    -extfile "$p/san.ext" -out "$p/apiserver.crt" 2>/dev/null
+  openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+}
+
+# write_kubeconfig FILE SERVER CA_FILE ADMIN_TOKEN ALICE_TOKEN CURRENT_CONTEXT
+write_kubeconfig() {
+  local ca
+  ca=$(base64 -w0 <"$3")
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: testplane
+  cluster:
+    server: $2
+    certificate-authority-data: $ca
+users:
+- name: admin
+  user:
+    token: $4
+- name: alice
+  user:
+    token: $5
+contexts:
+- name: admin
+  context:
+    cluster: testplane
+    user: admin
+- name: alice
+  context:
+    cluster: testplane
+    user: alice
+current-context: $6
+EOF
+  chmod 600 "$1"
+}
+
+# start_processes DIR: one attempt with fresh ports. Returns non-zero if a process dies or times out.
+start_processes() {
+  local w=$1 p=$1/pki ep pp ap deadline
+  ep=$(free_port)
+  pp=$(free_port)
+  ap=$(free_port)
+  deadline=$((SECONDS + ${TESTPLANE_START_TIMEOUT:-120}))
+  rm -rf "$w/etcd" && mkdir -m 700 "$w/etcd"
+  launch "$w" etcd --name testplane --data-dir "$w/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ep" --advertise-client-urls "http://127.0.0.1:$ep" \
+    --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+    --initial-cluster "testplane=http://127.0.0.1:$pp" --unsafe-no-fsync --log-level warn
+  wait_for "$w" "$deadline" "etcd /health" curl -fsS "http://127.0.0.1:$ep/health" || return 1
+
+  launch "$w" kube-apiserver \
+    --etcd-servers="http://127.0.0.1:$ep" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$ap" \
+    --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" \
+    --token-auth-file="$w/tokens.csv" \
+    --authorization-mode=RBAC \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --disable-admission-plugins=ServiceAccount \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true --profiling=false
+  local server=https://127.0.0.1:$ap
+  wait_for "$w" "$deadline" "kube-apiserver /readyz" \
+    curl -fsS --cacert "$p/ca.crt" "$server/readyz" || return 1
+  write_kubeconfig "$w/kubeconfig" "$server" "$p/ca.crt" "$(<"$w/admin.token")" "$(<"$w/alice.token")" admin
+  # kube-controller-manager gets its own copy, so tests that edit $KUBECONFIG cannot disturb it.
+  cp "$w/kubeconfig" "$w/controller-manager.kubeconfig"
+  local admin=(curl -fsS --cacert "$p/ca.crt" -H "Authorization: Bearer $(<"$w/admin.token")")
+  wait_for "$w" "$deadline" "namespace default" "${admin[@]}" "$server/api/v1/namespaces/default" || return 1
+
+  # namespace: namespace deletion finishes; garbagecollector: ownerReferences cascade;
+  # serviceaccount(-token): the `default` ServiceAccount and its tokens, as on a real cluster;
+  # clusterrole-aggregation: the admin/edit/view ClusterRoles get their aggregated rules.
+  launch "$w" kube-controller-manager \
+    --kubeconfig="$w/controller-manager.kubeconfig" \
+    --controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation \
+    --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
+    --use-service-account-credentials=false --leader-elect=false --secure-port=0 --profiling=false
+  # The `default` ServiceAccount appears once the controller manager is running its controllers.
+  wait_for "$w" "$deadline" "serviceaccount default/default (kube-controller-manager)" \
+    "${admin[@]}" "$server/api/v1/namespaces/default/serviceaccounts/default" || return 1
+}
+
+start() {
+  if [[ -z ${TESTPLANE_BIN:-} ]]; then
+    TESTPLANE_BIN=$(bash "$ROOT/hack/build-testplane.sh" | tail -n 1)
+  fi
+  BIN=$TESTPLANE_BIN
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    [[ -x $BIN/$c ]] || die "$BIN/$c is missing; hint: run hack/build-testplane.sh or set TESTPLANE_BIN"
+  done
+  command -v openssl >/dev/null || die "openssl is not installed"
+  command -v curl >/dev/null || die "curl is not installed"
+  command -v python3 >/dev/null || die "python3 is not installed (used to pick free ports)"
+
+  local t0=$SECONDS w
+  w=$(mktemp -d "${TMPDIR:-/tmp}/minicvo-testplane.XXXXXX")
+  make_pki "$w"
+  openssl rand -hex 24 >"$w/admin.token"
+  openssl rand -hex 24 >"$w/alice.token"
+  printf '%s,testplane-admin,uid-admin,"system:masters"\n%s,alice,uid-alice,"testers"\n' \
+    "$(<"$w/admin.token")" "$(<"$w/alice.token")" >"$w/tokens.csv"
+  chmod 600 "$w/tokens.csv" "$w/admin.token" "$w/alice.token"
+
+  # A port taken between free_port and the bind makes a process exit; retry with new ports.
+  local attempt ok=0
+  for attempt in 1 2 3; do
+    if start_processes "$w"; then
+      ok=1
+      break
+    fi
+    if grep -qs 'address already in use' "$w"/*.log && ((attempt < 3)); then
+      say "port clash, retrying (attempt $((attempt + 1)))"
+      kill_processes "$w"
+      continue
+    fi
+    break
+  done
+  if ((!ok)); then
+    say "start-up failed"
+    print_logs "$w"
+    kill_processes "$w"
+    if [[ ${TESTPLANE_KEEP_FAILED:-} == 1 ]]; then
+      say "kept the work dir $w (TESTPLANE_KEEP_FAILED=1)"
+    else
+      rm -rf "$w"
+      say "removed the work dir $w; hint: TESTPLANE_KEEP_FAILED=1 keeps it"
+    fi
+    exit 1
+  fi
+
+  if [[ -n ${TESTPLANE_WATCH_PID:-} ]]; then
+    # Watchdog: stop the plane when the process that asked for it is gone (e.g. a killed CI job).
+    # Its command line names $w, like the other processes, so stop recognises it as ours.
+    nohup bash "$SELF" __watch "$TESTPLANE_WATCH_PID" "$w" </dev/null >"$w/watchdog.log" 2>&1 &
+    echo $! >"$w/watchdog.pid"
+  fi
+  say "ready in $((SECONDS - t0))s: $(sed -n 's/^ *server: //p' "$w/kubeconfig") (dir $w)"
+  print_env "$w"
+}
+
+print_env() {
+  local w=${1:-}
+  [[ -n $w ]] || die "env: no directory given and TESTPLANE_DIR is not set"
+  [[ -f $w/kubeconfig ]] || die "env: $w is not a running test plane (no kubeconfig)"
+  printf 'export TESTPLANE_DIR=%q\n' "$w"
+  printf 'export KUBECONFIG=%q\n' "$w/kubeconfig"
+  printf 'export MINICVO_TEST_KUBECONFIG=%q\n' "$w/kubeconfig"
+}
+
+# kill_processes DIR: SIGTERM our processes in reverse start order, wait up to 20 s each, then SIGKILL.
+kill_processes() {
+  local w=$1 i c pid
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    c=${COMPONENTS[i]}
+    [[ -f $w/$c.pid ]] || continue
+    pid=$(<"$w/$c.pid")
+    rm -f "$w/$c.pid"
+    is_ours "$w" "$pid" || continue
+    kill -TERM "$pid" 2>/dev/null || continue
+    local n
+    for ((n = 0; n < 100; n++)); do
+      is_ours "$w" "$pid" || break
+      sleep 0.2
+    done
+    if is_ours "$w" "$pid"; then
+      say "$c (pid $pid) did not stop, killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
+stop() {
+  local w=${1:-}
+  [[ -n $w ]] || die "stop: no directory given and TESTPLANE_DIR is not set"
+  [[ -d $w ]] || { say "stop: $w does not exist, nothing to do"; return 0; }
+  [[ -f $w/tokens.csv ]] || die "stop: $w does not look like a test plane directory, not touching it"
+  if [[ -f $w/watchdog.pid ]]; then
+    local wd
+    wd=$(<"$w/watchdog.pid")
+    rm -f "$w/watchdog.pid"
+    if [[ $wd != "${WATCHDOG_SELF:-}" ]] && is_ours "$w" "$wd"; then kill -TERM "$wd" 2>/dev/null || true; fi
+  fi
+  kill_processes "$w"
+  rm -rf "$w"
+  say "stopped, removed $w"
+}
+
+watch() {
+  local parent=$1 w=$2
+  while kill -0 "$parent" 2>/dev/null && [[ -d $w ]]; do sleep 2; done
+  if [[ -d $w ]]; then
+    WATCHDOG_SELF=$$ stop "$w"
+  fi
+}
+
+case ${1:-} in
+start) start ;;
+stop) stop "${2:-${TESTPLANE_DIR:-}}" ;;
+env) print_env "${2:-${TESTPLANE_DIR:-}}" ;;
+__watch) watch "$2" "$3" ;;
+*)
+  echo "usage: hack/testplane.sh start | stop [DIR] | env [DIR]" >&2
+  exit 2
+  ;;
+esac
