@@ -14,10 +14,14 @@
 //! 4. [`output`]: the plan as text, JSON or DOT, and the rendered objects.
 //! 5. [`analysis`]: offline payload review: the upgrade plan between two payloads and the
 //!    ordering-hazard lint.
+//! 6. [`apply`]: the execute stage, the only one that talks to a cluster: the CVO's parallel
+//!    graph walk with server-side apply, deletes, CRD and ClusterOperator waits, progress
+//!    events, a report and the ClusterVersion record.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
 pub mod analysis;
+pub mod apply;
 pub mod filter;
 pub mod manifest;
 pub mod output;

@@ -1,5 +1,6 @@
 //! Command-line arguments and the commands they run.
 
+mod apply;
 pub mod args;
 mod lint;
 mod plan;
@@ -31,6 +32,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Apply a payload to a cluster the way the CVO does: server-side apply, deletes, CRD and
+    /// ClusterOperator waits, progress, ClusterVersion status.
+    Apply(apply::ApplyArgs),
     /// Show the CVO's task graph for a payload (no cluster needed).
     Plan(plan::PlanArgs),
     /// Print the included, rendered objects in task order.
@@ -67,6 +71,7 @@ pub fn init_logging(verbose: u8, quiet: bool) {
 /// Whatever the command fails with; [`exit_code_for`] maps it to an exit code.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Apply(a) => apply::apply(&a, cli.verbose, cli.quiet),
         Command::Plan(a) => plan::plan(&a),
         Command::Render(a) => plan::render(&a),
         Command::UpgradePlan(a) => upgrade_plan::upgrade_plan(&a),

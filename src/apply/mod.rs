@@ -1,0 +1,307 @@
+//! The execute stage: roll a [`Plan`] onto a cluster the way the CVO's sync worker does, with
+//! the CVO's graph, parallelism and per-mode rules, and report it.
+//!
+//! ```text
+//! client ──► discovery ──► executor (RunGraph) ──► runner: apply │ create-only │ delete │ wait
+//!                               │                                   (object, deletion, operator_wait)
+//!                               └─ events ──► report, progress, ClusterVersion recorder, yours
+//! ```
+//!
+//! - [`client`]: kubeconfig resolution like kubectl; every HTTP request counted.
+//! - [`discovery`]: kind → resource and scope, cached; CRDs established in the run are served
+//!   from their spec.
+//! - [`executor`]: the CVO's `RunGraph` on tokio (ready nodes lowest index first, bounded
+//!   parallelism, a failure blocks only dependents, Ctrl-C stops starting work).
+//! - [`runner`], [`object`], [`deletion`], [`operator_wait`]: one task against the cluster.
+//! - [`retry`]: transient vs permanent errors, bounded backoff with jitter.
+//! - [`events`]: the observer interface and the event list; [`report`], [`progress`] and
+//!   [`clusterversion`] are observers.
+//!
+//! # Where minicvo deliberately differs from the CVO
+//!
+//! - **Server-side apply instead of GET → merge → UPDATE** (cvo.md §5). One forced PATCH per
+//!   object with our field manager: the server merges, an unchanged object is not written
+//!   (its resourceVersion stays), and fields we stop setting are removed (the CVO's typed
+//!   merges never remove labels, annotations or ConfigMap keys). A no-op re-apply costs one
+//!   request per object, where the CVO pays a GET (plus an UPDATE when its merge sees a
+//!   difference). We do not add the CVO's ClusterVersion owner reference, and Deployments,
+//!   DaemonSets and Jobs get no health check (the CVO checks only for obviously broken ones).
+//! - **Created / configured / unchanged without extra reads.** 201 means created. Otherwise a
+//!   resourceVersion newer than the cluster's at the start *and* an `Apply` managed-fields
+//!   time at or after the start mean this run changed the object ([`runner::Baseline`]).
+//! - **Watches instead of re-walking the graph** (cvo.md §7, §11 #560, #818). A ClusterOperator
+//!   wait watches the operator and the next run-level starts the moment it is done, instead
+//!   of failing the pass and re-walking it after a backoff. A CRD is waited on until
+//!   `Established` (the CVO's #771 check), then its kinds are served at once.
+//! - **Timeouts.** `--wait-timeout` (default 30m) ends a ClusterOperator wait with a failure
+//!   naming the operator and what it lacks (the CVO waits forever and only changes its
+//!   reporting after 30/40 minutes); `--timeout` bounds the run; every request has a timeout.
+//! - **Retries** are per request, fast and bounded (about 6 s, `Retry-After` honoured), and
+//!   permanent errors (invalid, forbidden, unknown kind) fail at once; the CVO retries every
+//!   error twice, 10 s apart.
+//! - **Deletion tracking.** Deletes are issued, like the CVO's, only in updating mode and
+//!   without waiting; deletions still held by finalizers are checked again at the end of the
+//!   run and reported (`--wait-deletes` waits for them); the CVO only notices on a later pass.
+//! - **Dry run.** `--dry-run=server` sends every write with `dryRun=All` and reports what would
+//!   change, down to field paths; a custom resource whose CRD only this plan creates is
+//!   reported "not served yet" instead of failing. The CVO has no dry run.
+//! - **One pass.** There is no reconcile loop: minicvo runs the graph once and exits.
+//!
+//! [`Plan`]: crate::plan::Plan
+
+pub mod body;
+pub mod client;
+pub mod clusterversion;
+pub mod deletion;
+pub mod discovery;
+pub mod events;
+pub mod executor;
+pub mod object;
+pub mod operator;
+pub mod operator_wait;
+pub mod progress;
+pub mod report;
+pub mod request;
+pub mod retry;
+pub mod runner;
+pub mod watch;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+pub use client::{Connection, RequestCounter, connect};
+pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
+pub use report::ApplyReport;
+pub use runner::RunnerOptions;
+
+use self::clusterversion::{ClusterVersionRecorder, Final, RecorderOptions};
+use self::discovery::Discovery;
+use self::events::{Emitter, Observers};
+use self::report::{ReportBuilder, RunFacts};
+use self::request::RequestError;
+use self::runner::ClusterRunner;
+use crate::plan::Plan;
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// Per-task settings (the mode is taken from the plan).
+    pub runner: RunnerOptions,
+    /// Nodes at once; `None` means the CVO's default for the mode.
+    pub parallelism: Option<usize>,
+    /// Bound on the whole run.
+    pub timeout: Option<Duration>,
+    /// Wait (up to the wait timeout) for deletions held by finalizers.
+    pub wait_deletes: bool,
+    /// Record the run in ClusterVersion `version` when the kind is served.
+    pub record_cluster_version: bool,
+    /// Release image pull spec, for the ClusterVersion history.
+    pub release_image: String,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            runner: RunnerOptions::default(),
+            parallelism: None,
+            timeout: None,
+            wait_deletes: false,
+            record_cluster_version: true,
+            release_image: String::new(),
+        }
+    }
+}
+
+/// A run that could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Discovery, the first request, failed.
+    #[error(
+        "cannot reach the API server {server}: {source}\nhint: check --kubeconfig and --context, \
+         and that the cluster is up"
+    )]
+    Unreachable {
+        /// The API server URL.
+        server: String,
+        /// The error.
+        #[source]
+        source: RequestError,
+    },
+}
+
+/// Applies `plan` to the cluster behind `conn`, delivering events to `observer`, until done,
+/// `cancel` fires (Ctrl-C: no new work starts, requests in flight finish) or the timeout.
+///
+/// # Errors
+/// [`ApplyError`] when the cluster cannot be reached at all. Task failures are not errors:
+/// they are in the report.
+pub async fn run(
+    conn: &Connection,
+    plan: Arc<Plan>,
+    options: &ApplyOptions,
+    observer: Arc<dyn ApplyObserver>,
+    cancel: CancellationToken,
+) -> Result<ApplyReport, ApplyError> {
+    let started = tokio::time::Instant::now();
+    let requests_before = conn.requests.get();
+    let mut runner_options = options.runner.clone();
+    runner_options.mode = plan.mode;
+    let dry_run = runner_options.dry_run;
+
+    let discovery = Arc::new(Discovery::new(
+        conn.client.clone(),
+        runner_options.request_timeout,
+    ));
+    retry::retry(
+        &runner_options.retry,
+        &cancel,
+        |_, _| false,
+        |_, _, _| {},
+        || discovery.prime(),
+    )
+    .await
+    .map_err(|x| ApplyError::Unreachable {
+        server: conn.server.clone(),
+        source: x.error,
+    })?;
+    let baseline = runner::baseline(&conn.client, runner_options.request_timeout).await;
+
+    let report = Arc::new(ReportBuilder::default());
+    let mut observers: Vec<Arc<dyn ApplyObserver>> = vec![report.clone(), observer];
+    let recorder = match (&plan.version, options.record_cluster_version && !dry_run) {
+        (Some(version), true) => {
+            let r = Arc::new(ClusterVersionRecorder::start(
+                conn.client.clone(),
+                discovery.clone(),
+                RecorderOptions {
+                    version: version.clone(),
+                    image: options.release_image.clone(),
+                    total: plan.tasks.len(),
+                    field_manager: runner_options.field_manager.clone(),
+                    request_timeout: runner_options.request_timeout,
+                },
+            ));
+            observers.push(r.clone());
+            Some(r)
+        }
+        _ => None,
+    };
+    let emitter = Emitter::new(Arc::new(Observers(observers)));
+    let parallelism = options
+        .parallelism
+        .unwrap_or_else(|| plan.mode.default_parallelism(plan.graph.nodes.len()))
+        .max(1);
+    emitter.emit(EventKind::RunStarted {
+        version: plan.version.clone(),
+        mode: plan.mode,
+        tasks: plan.tasks.len(),
+        nodes: plan.graph.nodes.len(),
+        parallelism,
+        dry_run,
+    });
+
+    // Ctrl-C (the caller's token) or the timeout stop the graph with a reason.
+    let stop = CancellationToken::new();
+    let reason: Arc<Mutex<Option<StopReason>>> = Arc::new(Mutex::new(None));
+    let watchdog = {
+        let (stop, reason, emitter, cancel) = (
+            stop.clone(),
+            reason.clone(),
+            emitter.clone(),
+            cancel.clone(),
+        );
+        let timeout = options.timeout;
+        tokio::spawn(async move {
+            let why = tokio::select! {
+                () = cancel.cancelled() => StopReason::Interrupted,
+                () = async {
+                    match timeout {
+                        Some(t) => tokio::time::sleep(t).await,
+                        None => std::future::pending().await,
+                    }
+                } => StopReason::TimedOut,
+            };
+            *reason.lock().expect("stop lock") = Some(why);
+            emitter.emit(EventKind::Stopping { reason: why });
+            stop.cancel();
+        })
+    };
+
+    let runner = Arc::new(ClusterRunner::new(
+        conn.client.clone(),
+        plan.clone(),
+        discovery,
+        emitter.clone(),
+        runner_options.clone(),
+        baseline,
+    ));
+    let outcome = executor::run_graph(
+        plan.clone(),
+        runner.clone(),
+        parallelism,
+        emitter.clone(),
+        stop.clone(),
+    )
+    .await;
+
+    let stopped = *reason.lock().expect("stop lock");
+    let deadline = {
+        let mut d = tokio::time::Instant::now() + runner_options.wait_timeout;
+        if let Some(t) = options.timeout {
+            d = d.min(started + t);
+        }
+        d
+    };
+    let deletes_in_progress = runner
+        .finish_deletes(options.wait_deletes && stopped.is_none(), deadline, &stop)
+        .await;
+    watchdog.abort();
+
+    let not_run: Vec<TaskRef> = {
+        let node_of = plan.node_of_task();
+        outcome
+            .not_run
+            .iter()
+            .map(|&t| TaskRef::new(&plan, t, node_of[t]))
+            .collect()
+    };
+    // Failures as the report will list them, for the ClusterVersion's Failing condition.
+    let partial = report.finish(RunFacts {
+        version: plan.version.clone(),
+        mode: plan.mode,
+        dry_run,
+        stopped,
+        elapsed: started.elapsed(),
+        not_run: not_run.clone(),
+        not_run_nodes: outcome.not_run_nodes().len(),
+        deletes_in_progress: deletes_in_progress.clone(),
+        requests: 0,
+        cluster_version: None,
+    });
+    let cluster_version = match &recorder {
+        Some(r) => Some(
+            r.finish(if !partial.errors.is_empty() {
+                Final::Failed(partial.errors.clone())
+            } else if stopped.is_some() || !outcome.all_succeeded() {
+                Final::Stopped
+            } else {
+                Final::Completed
+            })
+            .await,
+        ),
+        None => None,
+    };
+    let requests = conn.requests.get() - requests_before;
+    emitter.emit(EventKind::RunFinished {
+        ok: partial.ok,
+        requests,
+    });
+    Ok(ApplyReport {
+        requests,
+        cluster_version,
+        seconds: started.elapsed().as_secs_f64(),
+        ..partial
+    })
+}

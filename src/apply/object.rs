@@ -1,0 +1,292 @@
+//! Applying and creating objects.
+//!
+//! - apply: one server-side apply PATCH (`force`, the run's field manager). 201 means
+//!   created; otherwise the response is classified against the run's [`Baseline`] (no extra
+//!   request). An unchanged object is not written by the server at all (SSA is a no-op when
+//!   nothing changes), so its resourceVersion stays.
+//! - create-only: one POST; 409 AlreadyExists means "leave it alone".
+//! - dry run: the live object is read first, the PATCH is sent with `dryRun=All`, and the
+//!   two are compared, so the report says which fields would change.
+//! - CustomResourceDefinition: after the apply, wait (watch) until `Established`, then its
+//!   kinds are served for the rest of the run.
+//!
+//! [`Baseline`]: super::runner::Baseline
+
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::core::Request;
+use serde_json::Value;
+
+use super::body;
+use super::discovery::Resolved;
+use super::events::{EventKind, Outcome};
+use super::executor::{Done, TaskContext, TaskError, TaskResult};
+use super::request::RequestError;
+use super::runner::{ClusterRunner, Served};
+use super::watch::{self, WatchEnd};
+use crate::plan::Task;
+
+/// Why a CRD's names were not accepted, or `Ok(established)`.
+fn crd_state(crd: &Value) -> Result<bool, String> {
+    let conditions = crd
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let get = |t: &str| {
+        conditions
+            .iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
+    };
+    if let Some(c) = get("NamesAccepted")
+        && c.get("status").and_then(Value::as_str) == Some("False")
+    {
+        return Err(format!(
+            "names not accepted: {}",
+            c.get("message").and_then(Value::as_str).unwrap_or_default()
+        ));
+    }
+    Ok(get("Established").and_then(|c| c.get("status").and_then(Value::as_str)) == Some("True"))
+}
+
+impl ClusterRunner {
+    /// Resolves the task's kind; `Err(done)` ends the task early (dry-run "not served yet").
+    async fn target(
+        &self,
+        ctx: &TaskContext,
+        task: &Task,
+    ) -> Result<Result<Resolved, Done>, TaskError> {
+        let served = self
+            .call_with(ctx, false, || self.served(task))
+            .await
+            .map_err(|e| TaskError::failed(format!("discovery: {}", e.message), e.attempts))?
+            .0;
+        match served {
+            Served::Yes(r) => Ok(Ok(r)),
+            Served::No { crd_task: Some(_) } if self.options.dry_run => {
+                Ok(Err(Done::new(Outcome::NotServed)
+                    .detail("type not served yet (CRD created by this plan)")))
+            }
+            Served::No { crd_task } => Err(self.not_served_error(task, crd_task)),
+        }
+    }
+
+    /// The apply action.
+    pub(crate) async fn apply(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+        let resolved = match self.target(ctx, task).await? {
+            Ok(r) => r,
+            Err(done) => return Ok(done),
+        };
+        let ns = self.namespace_for(task, &resolved);
+        let collection = resolved.url_path(ns.as_deref());
+        let name = task.manifest.id.name.as_str();
+        let body = body::request_body(&task.manifest.object, ns.as_deref());
+        let mut params = PatchParams::apply(&self.options.field_manager).force();
+        if self.options.dry_run {
+            params = params.dry_run();
+        }
+        let build = || {
+            Request::new(&collection)
+                .patch(name, &params, &Patch::Apply(&body))
+                .map_err(|e| RequestError::Build(e.to_string()))
+        };
+        if self.options.dry_run {
+            let (live, _) = self
+                .call_with(ctx, resolved.from_run, || {
+                    watch::get(
+                        &self.client,
+                        &collection,
+                        name,
+                        self.options.request_timeout,
+                    )
+                })
+                .await?;
+            let (response, attempts) = self.call(ctx, resolved.from_run, build).await?;
+            self.warnings(ctx, &response);
+            return Ok(match live {
+                None => Done::new(Outcome::Created).detail("would create"),
+                Some(live) => {
+                    let paths = body::changed_paths(&live, &response.body, 8);
+                    if paths.is_empty() {
+                        Done::new(Outcome::Unchanged)
+                    } else {
+                        Done::new(Outcome::Configured)
+                            .detail(format!("would change {}", paths.join(", ")))
+                    }
+                }
+            }
+            .attempts(attempts));
+        }
+        let (response, attempts) = self.call(ctx, resolved.from_run, build).await?;
+        self.warnings(ctx, &response);
+        let outcome = if response.status == 201 {
+            Outcome::Created
+        } else {
+            self.classify(&response.body)
+        };
+        if task.manifest.is_crd() {
+            self.established(ctx, name, &collection, response.body)
+                .await?;
+        }
+        Ok(Done::new(outcome).attempts(attempts))
+    }
+
+    /// Configured or unchanged, from an apply response (see [`super::runner::Baseline`]).
+    pub(crate) fn classify(&self, object: &Value) -> Outcome {
+        let by_version = match (
+            self.baseline.resource_version,
+            body::resource_version(object).and_then(|s| s.parse::<u64>().ok()),
+        ) {
+            (Some(start), Some(now)) => Some(now > start),
+            _ => None,
+        };
+        let by_time = self.baseline.server_time.map(|start| {
+            body::applied_at(object, &self.options.field_manager)
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .is_some_and(|t| t >= start)
+        });
+        let changed = match (by_version, by_time) {
+            (Some(v), Some(t)) => v && t,
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => true,
+        };
+        if changed {
+            Outcome::Configured
+        } else {
+            Outcome::Unchanged
+        }
+    }
+
+    /// The create-only action.
+    pub(crate) async fn create_only(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+        let resolved = match self.target(ctx, task).await? {
+            Ok(r) => r,
+            Err(done) => return Ok(done),
+        };
+        let ns = self.namespace_for(task, &resolved);
+        let collection = resolved.url_path(ns.as_deref());
+        let body = serde_json::to_vec(&body::request_body(&task.manifest.object, ns.as_deref()))
+            .map_err(|e| TaskError::failed(e.to_string(), 0))?;
+        let params = PostParams {
+            dry_run: self.options.dry_run,
+            field_manager: Some(self.options.field_manager.clone()),
+        };
+        let (created, attempts) = self
+            .call_with(ctx, resolved.from_run, || {
+                let req = Request::new(&collection)
+                    .create(&params, body.clone())
+                    .map_err(|e| RequestError::Build(e.to_string()));
+                async move {
+                    match super::request::send(&self.client, req?, self.options.request_timeout)
+                        .await
+                    {
+                        Ok(r) => Ok(Some(r)),
+                        Err(RequestError::Api {
+                            code: 409, reason, ..
+                        }) if reason == "AlreadyExists" => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await?;
+        let Some(response) = created else {
+            return Ok(Done::new(Outcome::CreateOnlySkipped).attempts(attempts));
+        };
+        self.warnings(ctx, &response);
+        if self.options.dry_run {
+            return Ok(Done::new(Outcome::Created)
+                .detail("would create")
+                .attempts(attempts));
+        }
+        if task.manifest.is_crd() {
+            let name = task.manifest.id.name.as_str();
+            self.established(ctx, name, &collection, response.body)
+                .await?;
+        }
+        Ok(Done::new(Outcome::Created).attempts(attempts))
+    }
+
+    /// Waits until the applied CRD `name` is Established, then serves its kinds.
+    async fn established(
+        &self,
+        ctx: &TaskContext,
+        name: &str,
+        collection: &str,
+        applied: Value,
+    ) -> Result<(), TaskError> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.options.crd_timeout;
+        let mut problem = None;
+        let end = watch::watch_until(
+            &self.client,
+            collection,
+            name,
+            Some(applied),
+            deadline,
+            &ctx.cancel,
+            |crd| match crd.map(crd_state) {
+                Some(Ok(true)) => Some(Ok(crd.cloned().unwrap_or_default())),
+                Some(Err(e)) => Some(Err(e)),
+                Some(Ok(false)) => None,
+                None => {
+                    problem = Some("the CRD was deleted while waiting for it".to_string());
+                    None
+                }
+            },
+        )
+        .await;
+        match end {
+            WatchEnd::Done(Ok(crd)) => {
+                self.discovery.insert_crd(&crd);
+                self.emitter.emit(EventKind::CrdEstablished {
+                    task: ctx.task.clone(),
+                    name: name.to_string(),
+                    waited: started.elapsed(),
+                });
+                Ok(())
+            }
+            WatchEnd::Done(Err(e)) => Err(TaskError::failed(
+                format!("CustomResourceDefinition {name}: {e}"),
+                1,
+            )),
+            WatchEnd::TimedOut(_) => Err(TaskError::failed(
+                format!(
+                    "CustomResourceDefinition {name} not Established after {:?}{}",
+                    self.options.crd_timeout,
+                    problem.map(|p| format!(": {p}")).unwrap_or_default()
+                ),
+                1,
+            )),
+            WatchEnd::Cancelled => Err(TaskError::interrupted(format!(
+                "stopped while waiting for CustomResourceDefinition {name} to be Established"
+            ))),
+            WatchEnd::Failed(e) => Err(TaskError::failed(
+                format!("cannot watch CustomResourceDefinition {name}: {e}"),
+                1,
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn crd_states() {
+        assert_eq!(crd_state(&json!({})), Ok(false));
+        assert_eq!(
+            crd_state(
+                &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}})
+            ),
+            Ok(true)
+        );
+        assert!(
+            crd_state(&json!({"status": {"conditions": [
+                {"type": "NamesAccepted", "status": "False", "message": "plural taken"}]}}))
+            .unwrap_err()
+            .contains("plural taken")
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! ClusterOperator tasks: precreation when a node starts, then a watch until the operator is
+//! done by the CVO's rule ([`super::operator::health`]).
+//!
+//! - Precreation (cvo.md §4.3): when a node starts, each ClusterOperator of the node that does
+//!   not exist is created from its manifest without `status`, so that it shows up (and can
+//!   be reported on) before the operator runs. Errors are only logged, as in the CVO. The
+//!   state read here is kept and reused by the wait when no task of the node changed anything
+//!   in between, so an operator that is already done costs one request.
+//! - The wait watches the operator (no polling) and ends the moment it is done, where the CVO
+//!   fails the pass and re-walks the graph later (minutes of dead time, cvo.md §11 #818).
+//!   `--wait-timeout` turns a wait that never ends into a failure that names the operator and
+//!   what it lacks; the CVO waits forever.
+
+use std::time::Duration;
+
+use kube::api::PostParams;
+use kube::core::Request;
+use serde_json::Value;
+
+use super::body;
+use super::discovery::Resolved;
+use super::events::{EventKind, Outcome};
+use super::executor::{Done, TaskContext, TaskError, TaskResult};
+use super::operator::{self, Health};
+use super::request::{self, RequestError};
+use super::runner::{ClusterRunner, Served};
+use super::watch::{self, WatchEnd};
+use crate::plan::{Action, Task};
+
+const GROUP: &str = "config.openshift.io";
+
+fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 && s % 60 == 0 {
+        format!("{}h{}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 && s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+impl ClusterRunner {
+    async fn operator_kind(&self, task: &Task) -> Option<Resolved> {
+        match self
+            .served_kind(GROUP, task.manifest.version(), "ClusterOperator")
+            .await
+        {
+            Ok(Served::Yes(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Creates the operator from its manifest without status; returns the created object.
+    async fn create_operator(
+        &self,
+        task: &Task,
+        resolved: &Resolved,
+    ) -> Result<Value, RequestError> {
+        let body = serde_json::to_vec(&body::request_body(&task.manifest.object, None))
+            .map_err(|e| RequestError::Build(e.to_string()))?;
+        let params = PostParams {
+            dry_run: self.options.dry_run,
+            field_manager: Some(self.options.field_manager.clone()),
+        };
+        let req = Request::new(resolved.url_path(None))
+            .create(&params, body)
+            .map_err(|e| RequestError::Build(e.to_string()))?;
+        Ok(
+            request::send(&self.client, req, self.options.request_timeout)
+                .await?
+                .body,
+        )
+    }
+
+    /// The precreation pass of a node.
+    pub(crate) async fn precreate_operators(&self, node: usize, tasks: &[usize]) {
+        for &t in tasks {
+            let task = &self.plan.tasks[t];
+            if task.action != Action::Wait {
+                continue;
+            }
+            let Some(resolved) = self.operator_kind(task).await else {
+                continue;
+            };
+            let name = &task.manifest.id.name;
+            let state = match watch::get(
+                &self.client,
+                &resolved.url_path(None),
+                name,
+                self.options.request_timeout,
+            )
+            .await
+            {
+                Ok(Some(live)) => Some(live),
+                Ok(None) if self.options.dry_run => None,
+                Ok(None) => match self.create_operator(task, &resolved).await {
+                    Ok(created) => Some(created),
+                    Err(e) => {
+                        tracing::warn!("precreating clusteroperator {name}: {e}");
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!("reading clusteroperator {name}: {e}");
+                    continue;
+                }
+            };
+            self.snapshots
+                .lock()
+                .expect("snapshot lock")
+                .entry(node)
+                .or_default()
+                .insert(t, state);
+        }
+    }
+
+    /// The wait action.
+    pub(crate) async fn wait_operator(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+        let name = task.manifest.id.name.as_str();
+        let want = operator::wanted_versions(&task.manifest.object);
+        if want.is_empty() {
+            return Err(TaskError::failed(
+                format!(
+                    "cluster operator {name} does not declare expected versions \
+                     (status.versions is empty in the manifest)"
+                ),
+                0,
+            ));
+        }
+        let Some(resolved) = self.operator_kind(task).await else {
+            if self.options.dry_run
+                && self
+                    .crd_tasks
+                    .contains_key(&(GROUP.into(), "ClusterOperator".into()))
+            {
+                return Ok(Done::new(Outcome::NotServed)
+                    .attempts(0)
+                    .detail("type not served yet (CRD created by this plan)"));
+            }
+            return Err(self.not_served_error(
+                task,
+                self.crd_tasks
+                    .get(&(GROUP.into(), "ClusterOperator".into()))
+                    .copied(),
+            ));
+        };
+        let collection = resolved.url_path(None);
+        let snapshot = self
+            .snapshots
+            .lock()
+            .expect("snapshot lock")
+            .get_mut(&ctx.task.node)
+            .and_then(|m| m.remove(&ctx.task.id));
+        let (initial, attempts) = match snapshot {
+            Some(s) => (s, 0),
+            None => {
+                let (live, attempts) = self
+                    .call_with(ctx, false, || {
+                        watch::get(
+                            &self.client,
+                            &collection,
+                            name,
+                            self.options.request_timeout,
+                        )
+                    })
+                    .await?;
+                let live = match live {
+                    Some(l) => Some(l),
+                    // Deleted since precreation (or precreation failed): create it again.
+                    None if !self.options.dry_run => {
+                        self.create_operator(task, &resolved).await.ok()
+                    }
+                    None => None,
+                };
+                (live, attempts)
+            }
+        };
+        let mode = self.options.mode;
+        let first = operator::health(initial.as_ref(), &want, mode);
+        if first.done {
+            let mut done = Done::new(Outcome::Waited).attempts(attempts);
+            if !first.reported.is_empty() {
+                done = done.detail(format!(
+                    "reported, not blocking: {}",
+                    first.reported.join("; ")
+                ));
+            }
+            return Ok(done);
+        }
+        if self.options.dry_run {
+            return Ok(Done::new(Outcome::WouldWait)
+                .attempts(attempts)
+                .detail(format!("would wait: {}", first.blocking.join("; "))));
+        }
+        let started = tokio::time::Instant::now();
+        self.emitter.emit(EventKind::WaitStarted {
+            task: ctx.task.clone(),
+            operator: name.to_string(),
+            blocking: first.blocking.clone(),
+        });
+        let mut last: Health = first;
+        let end = watch::watch_until(
+            &self.client,
+            &collection,
+            name,
+            initial,
+            started + self.options.wait_timeout,
+            &ctx.cancel,
+            |live| {
+                let h = operator::health(live, &want, mode);
+                if h.done {
+                    return Some(h);
+                }
+                if h.blocking != last.blocking {
+                    self.emitter.emit(EventKind::WaitProgress {
+                        task: ctx.task.clone(),
+                        operator: name.to_string(),
+                        blocking: h.blocking.clone(),
+                    });
+                }
+                last = h;
+                None
+            },
+        )
+        .await;
+        match end {
+            WatchEnd::Done(h) => {
+                let waited = started.elapsed();
+                self.emitter.emit(EventKind::WaitDone {
+                    task: ctx.task.clone(),
+                    operator: name.to_string(),
+                    waited,
+                });
+                let mut detail = format!("waited {}", format_duration(waited));
+                if !h.reported.is_empty() {
+                    detail.push_str(&format!(
+                        "; reported, not blocking: {}",
+                        h.reported.join("; ")
+                    ));
+                }
+                Ok(Done::new(Outcome::Waited).attempts(attempts).detail(detail))
+            }
+            WatchEnd::TimedOut(state) => {
+                let h = operator::health(state.as_ref(), &want, mode);
+                Err(TaskError::failed(
+                    format!(
+                        "clusteroperator {name} is not done after --wait-timeout {}: {}",
+                        format_duration(self.options.wait_timeout),
+                        h.blocking.join("; ")
+                    ),
+                    attempts,
+                ))
+            }
+            WatchEnd::Cancelled => Err(TaskError::interrupted(format!(
+                "stopped while waiting for clusteroperator {name}: {}",
+                last.blocking.join("; ")
+            ))),
+            WatchEnd::Failed(e) => Err(TaskError::failed(
+                format!("cannot watch clusteroperator {name}: {e}"),
+                attempts,
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_like_flags() {
+        assert_eq!(format_duration(Duration::from_secs(1800)), "30m");
+        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+    }
+}

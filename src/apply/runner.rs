@@ -1,0 +1,305 @@
+//! The task runner that talks to the cluster: resolves each manifest's kind, sends its
+//! request with retries, and dispatches on the task's action (apply, create-only, delete,
+//! ClusterOperator wait). The per-action code lives in [`super::object`],
+//! [`super::deletion`] and [`super::operator_wait`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use serde_json::Value;
+
+use super::deletion::PendingDelete;
+use super::discovery::{Discovery, Resolved, crd_group_kind};
+use super::events::{Emitter, EventKind, Outcome, TaskRef};
+use super::executor::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
+use super::request::{self, RequestError, Response};
+use super::retry::{self, RetryPolicy};
+use crate::plan::{Action, Mode, Plan, Task};
+
+/// Settings of the cluster runner.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Graph mode (deletes only in updating; initializing waits only for Available).
+    pub mode: Mode,
+    /// Server-side apply field manager.
+    pub field_manager: String,
+    /// Send every write as a server dry run.
+    pub dry_run: bool,
+    /// Longest wait for one ClusterOperator.
+    pub wait_timeout: Duration,
+    /// Longest wait for a CRD to become Established.
+    pub crd_timeout: Duration,
+    /// Longest time for one HTTP request.
+    pub request_timeout: Duration,
+    /// Retries of transient errors.
+    pub retry: RetryPolicy,
+}
+
+impl Default for RunnerOptions {
+    fn default() -> Self {
+        RunnerOptions {
+            mode: Mode::Updating,
+            field_manager: "minicvo".into(),
+            dry_run: false,
+            wait_timeout: Duration::from_secs(30 * 60),
+            crd_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(60),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// What the cluster looked like when the run began: the latest resourceVersion and the
+/// server's clock. An object whose apply response has a newer resourceVersion *and* whose
+/// `Apply` managed-fields entry is stamped at or after the start was changed by this run;
+/// anything else was unchanged. This classifies every apply from its one PATCH response.
+#[derive(Debug, Clone, Default)]
+pub struct Baseline {
+    /// The cluster's resourceVersion (etcd revision) at the start, when it could be read.
+    pub resource_version: Option<u64>,
+    /// The server's `Date` at the start.
+    pub server_time: Option<Timestamp>,
+}
+
+/// Whether a kind is served.
+pub(crate) enum Served {
+    /// Yes.
+    Yes(Resolved),
+    /// No; `crd_task` is the task of this plan whose CRD defines it, if any.
+    No { crd_task: Option<usize> },
+}
+
+/// The cluster task runner.
+pub struct ClusterRunner {
+    pub(crate) client: Client,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) discovery: Arc<Discovery>,
+    pub(crate) emitter: Emitter,
+    pub(crate) options: RunnerOptions,
+    pub(crate) baseline: Baseline,
+    /// `(group, kind)` → the CRD task of this plan that defines it.
+    pub(crate) crd_tasks: HashMap<(String, String), usize>,
+    /// ClusterOperator states read by the precreation pass, per node and task; dropped when a
+    /// later task of the node changes something (the operator may react to it).
+    pub(crate) snapshots: Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
+    /// Deletions requested but not yet seen to finish.
+    pub(crate) pending_deletes: Mutex<Vec<PendingDelete>>,
+}
+
+impl ClusterRunner {
+    /// A runner for `plan`.
+    #[must_use]
+    pub fn new(
+        client: Client,
+        plan: Arc<Plan>,
+        discovery: Arc<Discovery>,
+        emitter: Emitter,
+        options: RunnerOptions,
+        baseline: Baseline,
+    ) -> Self {
+        let crd_tasks = plan
+            .tasks
+            .iter()
+            .filter(|t| t.manifest.is_crd() && t.action != Action::Skip)
+            .filter_map(|t| crd_group_kind(&t.manifest.object).map(|gk| (gk, t.id)))
+            .collect();
+        ClusterRunner {
+            client,
+            plan,
+            discovery,
+            emitter,
+            options,
+            baseline,
+            crd_tasks,
+            snapshots: Mutex::new(HashMap::new()),
+            pending_deletes: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn task(&self, t: &TaskRef) -> &Task {
+        &self.plan.tasks[t.id]
+    }
+
+    /// Resolves the kind of a task's manifest.
+    pub(crate) async fn served(&self, task: &Task) -> Result<Served, RequestError> {
+        let m = &task.manifest;
+        self.served_kind(&m.id.group, m.version(), &m.id.kind).await
+    }
+
+    pub(crate) async fn served_kind(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Result<Served, RequestError> {
+        Ok(match self.discovery.resolve(group, version, kind).await? {
+            Some(r) => Served::Yes(r),
+            None => Served::No {
+                crd_task: self
+                    .crd_tasks
+                    .get(&(group.to_string(), kind.to_string()))
+                    .copied(),
+            },
+        })
+    }
+
+    /// The namespace to use for a task's object.
+    pub(crate) fn namespace_for(&self, task: &Task, resolved: &Resolved) -> Option<String> {
+        resolved.namespaced.then(|| {
+            task.manifest
+                .id
+                .namespace
+                .clone()
+                .unwrap_or_else(|| self.client.default_namespace().to_string())
+        })
+    }
+
+    /// The error for a kind the server does not serve.
+    pub(crate) fn not_served_error(&self, task: &Task, crd_task: Option<usize>) -> TaskError {
+        let m = &task.manifest;
+        let what = format!("{} {}", m.api_version, m.id.kind);
+        let msg = match crd_task {
+            Some(c) => format!(
+                "the server does not serve {what}; its CRD is in this payload ({}) but has \
+                 not been established before this task",
+                self.plan.tasks[c].manifest.label()
+            ),
+            None => format!(
+                "the server does not serve {what} (no match for the kind)\nhint: is its \
+                 CustomResourceDefinition installed, and its API service available?"
+            ),
+        };
+        TaskError::failed(msg, 1)
+    }
+
+    /// Sends a request built by `build` with retries, emitting retry and warning events.
+    /// `fresh_kind` makes a 404 transient for a few tries (a kind whose CRD this run just
+    /// established may take a moment to be served).
+    pub(crate) async fn call(
+        &self,
+        ctx: &TaskContext,
+        fresh_kind: bool,
+        build: impl Fn() -> Result<http::Request<Vec<u8>>, RequestError>,
+    ) -> Result<(Response, u32), TaskError> {
+        self.call_with(ctx, fresh_kind, || {
+            let req = build();
+            async move { request::send(&self.client, req?, self.options.request_timeout).await }
+        })
+        .await
+    }
+
+    /// [`ClusterRunner::call`] with any operation.
+    pub(crate) async fn call_with<T, F, Fut>(
+        &self,
+        ctx: &TaskContext,
+        fresh_kind: bool,
+        op: F,
+    ) -> Result<(T, u32), TaskError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, RequestError>>,
+    {
+        let result = retry::retry(
+            &self.options.retry,
+            &ctx.cancel,
+            |e, attempt| fresh_kind && e.is(404) && attempt < 5,
+            |n, delay, e| {
+                self.emitter.emit(EventKind::Retrying {
+                    task: ctx.task.clone(),
+                    retry: n,
+                    delay,
+                    error: e.to_string(),
+                });
+            },
+            op,
+        )
+        .await;
+        result.map_err(|x| {
+            if x.cancelled {
+                TaskError::interrupted(format!("stopped while retrying: {}", x.error))
+            } else if x.attempts > 1 {
+                TaskError::failed(
+                    format!("{} (gave up after {} attempts)", x.error, x.attempts),
+                    x.attempts,
+                )
+            } else {
+                TaskError::failed(x.error.to_string(), x.attempts)
+            }
+        })
+    }
+
+    /// Emits the response's warnings.
+    pub(crate) fn warnings(&self, ctx: &TaskContext, response: &Response) {
+        for w in &response.warnings {
+            self.emitter.emit(EventKind::Warning {
+                task: Some(ctx.task.clone()),
+                message: w.clone(),
+            });
+        }
+    }
+
+    /// Records that a task of `node` changed the cluster: the node's ClusterOperator
+    /// snapshots are stale from now on.
+    pub(crate) fn changed(&self, node: usize, outcome: Outcome) {
+        if outcome.changed() {
+            self.snapshots.lock().expect("snapshot lock").remove(&node);
+        }
+    }
+}
+
+impl TaskRunner for ClusterRunner {
+    async fn start_node(&self, node: usize, tasks: &[usize]) {
+        self.precreate_operators(node, tasks).await;
+    }
+
+    async fn run_task(&self, ctx: TaskContext) -> TaskResult {
+        let task = self.task(&ctx.task);
+        let result = match task.action {
+            Action::Apply => self.apply(&ctx, task).await,
+            Action::CreateOnly => self.create_only(&ctx, task).await,
+            Action::Delete => self.delete(&ctx, task).await,
+            Action::Wait => self.wait_operator(&ctx, task).await,
+            Action::Skip => Ok(Done::new(Outcome::Skipped).attempts(0)),
+        };
+        if let Ok(done) = &result {
+            self.changed(ctx.task.node, done.outcome);
+        }
+        result
+    }
+}
+
+/// Reads the run's [`Baseline`]: one LIST of at most one namespace (its list
+/// resourceVersion is the cluster's latest) and the server's `Date`. Without list rights,
+/// `/version` still gives the date.
+pub async fn baseline(client: &Client, timeout: Duration) -> Baseline {
+    let list = http::Request::get("/api/v1/namespaces?limit=1").body(Vec::new());
+    let Ok(list) = list else {
+        return Baseline::default();
+    };
+    match request::send(client, list, timeout).await {
+        Ok(r) => Baseline {
+            resource_version: r
+                .body
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok()),
+            server_time: r.date,
+        },
+        Err(_) => {
+            let Ok(req) = http::Request::get("/version").body(Vec::new()) else {
+                return Baseline::default();
+            };
+            Baseline {
+                resource_version: None,
+                server_time: request::send(client, req, timeout)
+                    .await
+                    .ok()
+                    .and_then(|r| r.date),
+            }
+        }
+    }
+}

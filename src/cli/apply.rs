@@ -1,0 +1,327 @@
+//! `minicvo apply`: roll a payload onto a cluster the way the CVO does.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use minicvo::Mode;
+use minicvo::apply::progress::{Progress, Verbosity};
+use minicvo::apply::{self as engine, ApplyOptions, ApplyReport, RunnerOptions, StopReason};
+use tokio_util::sync::CancellationToken;
+
+use super::UsageError;
+use super::args::{PayloadArgs, parse_mode};
+
+/// Exit code after Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Output format of `apply`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ApplyFormat {
+    /// A summary for people.
+    Text,
+    /// The `ApplyResult` JSON document.
+    Json,
+}
+
+/// `--dry-run` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    /// Really write.
+    None,
+    /// Send every write with `dryRun=All`; nothing is persisted.
+    Server,
+}
+
+/// Arguments of `apply`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 applied, 1 a task failed or the run timed out, \
+    2 usage or kubeconfig error, 130 interrupted (Ctrl-C)."
+)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub payload: PayloadArgs,
+    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
+    /// else the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Which CVO graph and rules: updating (run-levels in order, deletes issued),
+    /// initializing (everything parallel, waits need only Available), reconciling.
+    #[arg(long, default_value = "updating", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The CVO's attempt counter for reconciling mode's order.
+    #[arg(long, default_value_t = 0)]
+    pub seed: usize,
+    /// Graph nodes running at once (default: the CVO's: 16 updating, all nodes
+    /// initializing, 2 reconciling).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallelism: Option<u32>,
+    /// Server-side apply field manager.
+    #[arg(long, default_value = "minicvo")]
+    pub field_manager: String,
+    /// `server`: send every write as a server dry run and report what would change.
+    #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
+    pub dry_run: DryRun,
+    /// Bound on the whole run (e.g. 10m, 1h30m); default none.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Longest wait for one ClusterOperator (and for deletions with --wait-deletes).
+    #[arg(long, default_value = "30m", value_parser = parse_duration, value_name = "DURATION")]
+    pub wait_timeout: Duration,
+    /// Wait at the end for deletions still held by finalizers.
+    #[arg(long)]
+    pub wait_deletes: bool,
+    /// Do not record the run in ClusterVersion `version`.
+    #[arg(long)]
+    pub no_cluster_version: bool,
+    /// No progress bar even on a terminal (plain lines instead).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Output format of the summary on stdout.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: ApplyFormat,
+}
+
+/// Parses `30s`, `5m`, `1h30m`, an ISO 8601 duration, or bare seconds.
+///
+/// # Errors
+/// A message for clap when the text is not a non-negative duration.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"));
+    }
+    let d: k8s_openapi::jiff::SignedDuration = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a duration like 30s, 5m or 1h30m: {e}"))?;
+    Duration::try_from(d).map_err(|_| format!("{s:?}: a duration cannot be negative"))
+}
+
+/// Runs `apply`.
+///
+/// # Errors
+/// Load, usage and connection errors; task failures are reported and give exit code 1.
+pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
+    let (payload, options) = a.payload.load(true)?;
+    let plan = Arc::new(minicvo::plan::from_payload(
+        payload,
+        &options.filters,
+        a.mode,
+        a.seed,
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(async {
+        let conn = engine::connect(a.kubeconfig.as_deref(), a.context.as_deref())
+            .await
+            .map_err(|e| UsageError(e.to_string()))?;
+        tracing::info!(
+            "using context {} on {}",
+            conn.context.as_deref().unwrap_or("(in-cluster)"),
+            conn.server
+        );
+        let cancel = CancellationToken::new();
+        {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        eprintln!("interrupted twice, exiting now");
+                        std::process::exit(i32::from(EXIT_INTERRUPTED));
+                    }
+                }
+            });
+        }
+        let verbosity = match (quiet, verbose) {
+            (true, _) => Verbosity::Quiet,
+            (false, 0) => Verbosity::Normal,
+            _ => Verbosity::Verbose,
+        };
+        let terminal = std::io::stderr().is_terminal() && !a.no_progress;
+        let progress = Arc::new(Progress::new(terminal, verbosity));
+        let options = ApplyOptions {
+            runner: RunnerOptions {
+                mode: a.mode,
+                field_manager: a.field_manager.clone(),
+                dry_run: a.dry_run == DryRun::Server,
+                wait_timeout: a.wait_timeout,
+                ..RunnerOptions::default()
+            },
+            parallelism: a.parallelism.map(|p| p as usize),
+            timeout: a.timeout,
+            wait_deletes: a.wait_deletes,
+            record_cluster_version: !a.no_cluster_version,
+            release_image: a.payload.release_image.clone(),
+        };
+        let report = engine::run(&conn, plan, &options, progress.clone(), cancel).await;
+        progress.finish();
+        anyhow::Ok(report?)
+    })?;
+    let text = match a.output {
+        ApplyFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&report)?;
+            s.push('\n');
+            s
+        }
+        ApplyFormat::Text => summary(&report),
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r?,
+    }
+    if let Some(why) = failure_line(&report) {
+        eprintln!("error: {why}");
+    }
+    Ok(match (report.ok, report.stopped) {
+        (true, _) => ExitCode::SUCCESS,
+        (false, Some(StopReason::Interrupted)) => ExitCode::from(EXIT_INTERRUPTED),
+        (false, _) => ExitCode::from(super::EXIT_FAILURE),
+    })
+}
+
+/// Why the run did not succeed, in one line, or `None`.
+fn failure_line(r: &ApplyReport) -> Option<String> {
+    if r.ok {
+        return None;
+    }
+    let mut parts = Vec::new();
+    match r.stopped {
+        Some(StopReason::Interrupted) => parts.push("interrupted".to_string()),
+        Some(StopReason::TimedOut) => parts.push("the run timed out (--timeout)".to_string()),
+        None => {}
+    }
+    if !r.errors.is_empty() {
+        let n = r.errors.len();
+        parts.push(format!(
+            "{n} task{} failed (first: {})",
+            if n == 1 { "" } else { "s" },
+            r.errors[0]
+        ));
+    }
+    if let Some(b) = &r.blocked
+        && b.tasks > 0
+    {
+        parts.push(format!(
+            "{} task{} did not run{}",
+            b.tasks,
+            if b.tasks == 1 { "" } else { "s" },
+            if r.stopped.is_none() {
+                " because a node they depend on failed (later run-levels do not start)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Some(parts.join("; "))
+}
+
+/// The text summary.
+fn summary(r: &ApplyReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {} in {} mode in {:.1}s ({} requests): {}",
+        match (r.dry_run, r.ok) {
+            (true, _) => "dry run of",
+            (false, true) => "applied",
+            (false, false) => "failed to apply",
+        },
+        r.version.as_deref().unwrap_or("an unversioned payload"),
+        r.mode,
+        r.seconds,
+        r.requests,
+        r.counts_line()
+    );
+    for l in &r.levels {
+        let _ = writeln!(
+            s,
+            "  run-level {:<4} {:>7.2}s",
+            l.run_level.as_deref().unwrap_or("-"),
+            l.seconds
+        );
+    }
+    if r.dry_run {
+        for t in &r.tasks {
+            if t.outcome.changed()
+                || matches!(
+                    t.outcome,
+                    engine::Outcome::NotServed | engine::Outcome::WouldWait
+                )
+            {
+                let obj = match &t.namespace {
+                    Some(ns) => format!("{} {ns}/{}", t.kind, t.name),
+                    None => format!("{} {}", t.kind, t.name),
+                };
+                let _ = writeln!(
+                    s,
+                    "  {} {obj}{}",
+                    t.outcome,
+                    t.detail
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+    if !r.deletes_in_progress.is_empty() {
+        let _ = writeln!(s, "deletions still in progress:");
+        for d in &r.deletes_in_progress {
+            let obj = match &d.namespace {
+                Some(ns) => format!("{} {ns}/{}", d.kind, d.name),
+                None => format!("{} {}", d.kind, d.name),
+            };
+            let _ = writeln!(s, "  {obj} ({})", d.file);
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(s, "failures:");
+        for e in &r.errors {
+            let _ = writeln!(s, "  {e}");
+        }
+    }
+    if let Some(b) = &r.blocked {
+        let _ = writeln!(
+            s,
+            "not run: {} task{} in {} node{}{}",
+            b.tasks,
+            if b.tasks == 1 { "" } else { "s" },
+            b.nodes,
+            if b.nodes == 1 { "" } else { "s" },
+            b.first
+                .as_ref()
+                .map(|f| format!(", beginning with {f}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(cv) = &r.cluster_version {
+        let _ = writeln!(s, "clusterversion {}: {cv}", engine::clusterversion::NAME);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        assert!(parse_duration("-5m").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+}
