@@ -155,4 +155,14 @@ mod tests {
         // 14 ClusterOperator documents; under self-managed-high-availability all are included.
         assert_eq!(of_rule(&findings, Rule::VersionPlaceholder).len(), 14);
     }
+
+    #[test]
+    fn openshift_multi_monitoring_operator_has_no_workload_under_hypershift() {
+        let findings = lint_profile(&corpus("openshift-multi"), None, "hypershift");
+        let hits = of_rule(&findings, Rule::ClusterOperatorWithoutWorkload);
+        assert_eq!(hits.len(), 1, "{hits:#?}");
+        assert_eq!(hits[0].location.as_ref().unwrap().object.name, "monitoring");
+        let findings = lint_profile(&corpus("openshift-multi"), None, MULTI_PROFILES[0]);
+        assert!(of_rule(&findings, Rule::ClusterOperatorWithoutWorkload).is_empty());
+    }
 }

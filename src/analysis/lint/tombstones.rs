@@ -104,7 +104,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{DELETE, lint_files, of_rule};
+    use super::super::testutil::{DELETE, corpus, lint_files, lint_profile, of_rule};
     use super::super::{Rule, Severity};
 
     fn doc(annotations: &str) -> String {
@@ -183,5 +183,19 @@ mod tests {
             None,
         );
         assert!(of_rule(&findings, Rule::IgnoredTombstone).is_empty());
+    }
+
+    #[test]
+    fn openshift_multi_olm_tombstones_skip_single_node_developer() {
+        let findings = lint_profile(&corpus("openshift-multi"), None, "single-node-developer");
+        let hits = of_rule(&findings, Rule::IgnoredTombstone);
+        let olm: Vec<_> = hits
+            .iter()
+            .filter(|f| f.location.as_ref().unwrap().file.contains("_olm_"))
+            .collect();
+        // collect-profiles and pprof: ConfigMap, Role, RoleBinding, ServiceAccount, Secret,
+        // CronJob, NetworkPolicy.
+        assert_eq!(olm.len(), 7, "{hits:#?}");
+        assert!(hits.iter().all(|f| f.severity == Severity::Info));
     }
 }

@@ -1,4 +1,6 @@
-use super::super::testutil::{DELETE, corpus, lint_dirs, lint_files, obj, of_rule};
+use super::super::testutil::{
+    DELETE, MULTI_PROFILES, corpus, lint_dirs, lint_files, lint_profile, obj, of_rule,
+};
 use super::super::{Rule, Severity};
 
 const NS: &str = "0000_50_op_00_namespace.yaml";
@@ -311,7 +313,15 @@ fn sample_payload_old_to_new_buggy_is_flagged_and_to_new_is_not() {
 }
 
 #[test]
-fn openshift_multi_has_no_delete_before_user_findings() {
-    let hits = rule1("openshift-multi", None);
-    assert!(hits.is_empty(), "{hits:#?}");
+fn openshift_multi_has_no_delete_before_user_findings_under_any_profile() {
+    for profile in MULTI_PROFILES {
+        let hits: Vec<_> = lint_profile(&corpus("openshift-multi"), None, profile)
+            .into_iter()
+            .filter(|f| {
+                matches!(f.rule, Rule::DeleteBeforeLastUser | Rule::DeletedButUsed)
+                    && f.severity > Severity::Info
+            })
+            .collect();
+        assert!(hits.is_empty(), "{profile}: {hits:#?}");
+    }
 }
