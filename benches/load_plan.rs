@@ -1,10 +1,15 @@
-//! Load + plan of the real `openshift-multi` payload (14 MB, 478 files), and of the loaded
-//! manifests alone, in every mode.
+//! Load + plan of the real `openshift-multi` payload (14 MB, 478 files), of the loaded
+//! manifests alone in every mode, and of synthetic payloads of 1k, 10k and 50k objects
+//! (generated into a temp dir, see `support/synthetic.rs`) to show how the cost grows.
+//! `hack/bench.sh load` runs these next to the CVO's own loader; see BENCHMARKS.md.
 
 use std::path::PathBuf;
 
 use minicvo::plan::{self, Mode};
 use minicvo::{Filters, LoadOptions, load};
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
 
 fn main() {
     divan::main();
@@ -38,4 +43,18 @@ fn plan_only_openshift_multi(bencher: divan::Bencher, mode: Mode) {
             .nodes
             .len()
     });
+}
+
+#[divan::bench(args = [1_000, 10_000, 50_000], sample_count = 10)]
+fn load_and_plan_synthetic(bencher: divan::Bencher, objects: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    synthetic::write(dir.path(), &synthetic::Spec::new(objects)).expect("writes payload");
+    bencher
+        .counter(divan::counter::ItemsCount::new(objects))
+        .bench(|| {
+            let payload = load(dir.path(), &LoadOptions::default()).expect("loads");
+            assert_eq!(payload.manifests.len(), objects);
+            let plan = plan::from_payload(payload, &Filters::default(), Mode::Updating, 0);
+            plan.graph.nodes.len()
+        });
 }
