@@ -17,11 +17,14 @@
 //! 6. [`apply`]: the execute stage, the only one that talks to a cluster: the CVO's parallel
 //!    graph walk with server-side apply, deletes, CRD and ClusterOperator waits, progress
 //!    events, a report and the ClusterVersion record.
+//! 7. [`diff`]: the live preview: every task compared with the cluster by server-side dry
+//!    runs, nothing written.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
 pub mod analysis;
 pub mod apply;
+pub mod diff;
 pub mod filter;
 pub mod manifest;
 pub mod output;

@@ -2,6 +2,7 @@
 
 mod apply;
 pub mod args;
+mod diff;
 mod lint;
 mod plan;
 mod upgrade_plan;
@@ -44,6 +45,9 @@ enum Command {
     UpgradePlan(upgrade_plan::UpgradePlanArgs),
     /// Find ordering hazards and payload mistakes; exit 1 on errors (no cluster needed).
     Lint(lint::LintArgs),
+    /// Show what applying a payload would change on a cluster (server-side dry runs; exit 1
+    /// when something would change).
+    Diff(diff::DiffArgs),
 }
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
@@ -76,6 +80,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render(a) => plan::render(&a),
         Command::UpgradePlan(a) => upgrade_plan::upgrade_plan(&a),
         Command::Lint(a) => lint::lint(&a),
+        Command::Diff(a) => diff::diff(&a),
     }
 }
 

@@ -1,0 +1,105 @@
+//! `minicvo diff PAYLOAD`: what applying the payload would change on a cluster, found with
+//! server-side dry runs (nothing is written).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use minicvo::diff::cluster::KubeCluster;
+use minicvo::diff::{self, report};
+use minicvo::{Mode, plan};
+
+use super::args::PayloadArgs;
+use super::plan::print;
+use super::{EXIT_FAILURE, UsageError};
+
+/// Output format of `diff`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DiffFormat {
+    /// One line per task with its unified diff.
+    Text,
+    /// The `LiveDiff` JSON document.
+    Json,
+}
+
+/// Arguments of `diff`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 nothing would change, 1 something would change or could not \
+    be compared, 2 usage or kubeconfig error."
+)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub payload: PayloadArgs,
+    /// Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Field manager of the dry-run applies; use the one `minicvo apply` used.
+    #[arg(long, default_value = "minicvo")]
+    pub field_manager: String,
+    /// Objects compared at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Leave unchanged and skipped tasks out of the text output.
+    #[arg(long)]
+    pub changed_only: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: DiffFormat,
+}
+
+/// Runs `diff` (updating mode: delete manifests count). Like `apply`, the version placeholder
+/// is replaced by the payload's version.
+///
+/// # Errors
+/// Load, usage and connection errors. Objects that cannot be compared are reported and give
+/// exit code 1.
+pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let (payload, options) = a.payload.load(true)?;
+    let plan = plan::build(&payload, &options.filters, Mode::Updating, 0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        let conn = minicvo::apply::connect(a.kubeconfig.as_deref(), a.context.as_deref())
+            .await
+            .map_err(|e| UsageError(e.to_string()))?;
+        tracing::info!(
+            "comparing with context {} on {}",
+            conn.context.as_deref().unwrap_or("(in-cluster)"),
+            conn.server
+        );
+        let cluster = KubeCluster::new(conn.client, &a.field_manager, Duration::from_secs(60));
+        if let Err(e) = cluster.prime().await {
+            tracing::warn!("{e}; discovering kinds one group at a time");
+        }
+        anyhow::Ok(diff::diff(&cluster, &plan, a.concurrency as usize).await)
+    })?;
+    let out = match a.output {
+        DiffFormat::Text => report::text(&plan, &result, a.changed_only),
+        DiffFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&report::json(&plan, &result))?;
+            s.push('\n');
+            s
+        }
+    };
+    print(&out)?;
+    let errors = result
+        .entries
+        .iter()
+        .filter(|e| e.change == diff::Change::Error)
+        .count();
+    if errors > 0 {
+        tracing::error!("{errors} object(s) could not be compared");
+    }
+    Ok(if result.modifies() || errors > 0 {
+        ExitCode::from(EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
