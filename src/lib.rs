@@ -19,17 +19,23 @@
 //!    events, a report and the ClusterVersion record.
 //! 7. [`diff`]: the live preview: every task compared with the cluster by server-side dry
 //!    runs, nothing written.
+//! 8. [`simulate`], [`e2e`], [`stub_crds`]: upgrade e2e tests: simulated operators that report
+//!    their ClusterOperators, stand-in CRDs for OpenShift kinds on plain Kubernetes, and a
+//!    harness that installs one payload, upgrades to another and checks the order of events.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
 pub mod analysis;
 pub mod apply;
 pub mod diff;
+pub mod e2e;
 pub mod filter;
 pub mod manifest;
 pub mod output;
 pub mod payload;
 pub mod plan;
+pub mod simulate;
+pub mod stub_crds;
 
 pub use filter::Filters;
 pub use manifest::{Manifest, ObjectId};

@@ -54,6 +54,8 @@ pub struct Discovery {
     timeout: Duration,
     kinds: Mutex<HashMap<Gvk, Resolved>>,
     fetched: Mutex<HashSet<(String, String)>>,
+    /// Bumped whenever a CRD's kinds are added (see [`Discovery::changes`]).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Discovery {
@@ -65,7 +67,15 @@ impl Discovery {
             timeout,
             kinds: Mutex::new(HashMap::new()),
             fetched: Mutex::new(HashSet::new()),
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// A receiver that wakes up whenever [`Discovery::insert_crd`] adds kinds (for tasks
+    /// that wait for a CRD running in parallel to be established).
+    #[must_use]
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Primes the cache with aggregated discovery (2 requests).
@@ -203,6 +213,8 @@ impl Discovery {
         for (key, r) in served_kinds(crd) {
             kinds.insert(key, r);
         }
+        drop(kinds);
+        self.changes.send_modify(|n| *n += 1);
     }
 }
 

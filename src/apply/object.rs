@@ -48,6 +48,29 @@ fn crd_state(crd: &Value) -> Result<bool, String> {
     Ok(get("Established").and_then(|c| c.get("status").and_then(Value::as_str)) == Some("True"))
 }
 
+/// A workload whose manifest switches its update strategy away from `RollingUpdate`
+/// (Deployment `strategy.type: Recreate`, DaemonSet/StatefulSet `updateStrategy.type:
+/// OnDelete`) cannot be server-side applied over a live object that still has the
+/// server-defaulted `rollingUpdate`: no manager owns those defaults, so the apply keeps them,
+/// and validation rejects the result ("spec.strategy.rollingUpdate: Forbidden: may not be
+/// specified when strategy `type` is 'Recreate'"). The CVO's GET-merge-UPDATE replaces the
+/// strategy wholesale and never hits this. Returns the strategy field and its type when
+/// `object` is such a workload and `error` is that rejection (an empty `error` matches any).
+#[must_use]
+pub fn strategy_switch<'a>(object: &'a Value, error: &str) -> Option<(&'static str, &'a str)> {
+    if !error.is_empty() && !error.contains("rollingUpdate: Forbidden: may not be specified") {
+        return None;
+    }
+    let field = match object.get("kind").and_then(Value::as_str)? {
+        "Deployment" => "strategy",
+        "DaemonSet" | "StatefulSet" => "updateStrategy",
+        _ => return None,
+    };
+    let spec = object.get("spec")?.get(field)?;
+    let kind = spec.get("type").and_then(Value::as_str)?;
+    (kind != "RollingUpdate" && spec.get("rollingUpdate").is_none()).then_some((field, kind))
+}
+
 impl ClusterRunner {
     /// Resolves the task's kind; `Err(done)` ends the task early (dry-run "not served yet").
     async fn target(
@@ -56,7 +79,10 @@ impl ClusterRunner {
         task: &Task,
     ) -> Result<Result<Resolved, Done>, TaskError> {
         let served = self
-            .call_with(ctx, false, || self.served(task))
+            .call_with(ctx, false, || {
+                let m = &task.manifest;
+                self.served_for(task, &m.id.group, m.version(), &m.id.kind, &ctx.cancel)
+            })
             .await
             .map_err(|e| TaskError::failed(format!("discovery: {}", e.message), e.attempts))?
             .0;
@@ -116,7 +142,17 @@ impl ClusterRunner {
             }
             .attempts(attempts));
         }
-        let (response, attempts) = self.call(ctx, resolved.from_run, build).await?;
+        let (response, attempts) = match self.call(ctx, resolved.from_run, build).await {
+            Err(e) if strategy_switch(&task.manifest.object, &e.message).is_some() => {
+                let attempts = e.attempts
+                    + self
+                        .clear_rolling_update(ctx, &collection, name, &task.manifest.object)
+                        .await?;
+                let (r, more) = self.call(ctx, resolved.from_run, build).await?;
+                (r, attempts + more)
+            }
+            r => r?,
+        };
         self.warnings(ctx, &response);
         let outcome = if response.status == 201 {
             Outcome::Created
@@ -154,6 +190,33 @@ impl ClusterRunner {
         } else {
             Outcome::Unchanged
         }
+    }
+
+    /// Switches a workload's update strategy away from `RollingUpdate` with a JSON merge
+    /// patch that also drops `rollingUpdate`; see [`strategy_switch`]. Returns the attempts.
+    async fn clear_rolling_update(
+        &self,
+        ctx: &TaskContext,
+        collection: &str,
+        name: &str,
+        object: &Value,
+    ) -> Result<u32, TaskError> {
+        let Some((field, kind)) = strategy_switch(object, "") else {
+            return Ok(0);
+        };
+        let patch = serde_json::json!({"spec": {field: {"type": kind, "rollingUpdate": null}}});
+        let params = PatchParams {
+            field_manager: Some(self.options.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        let (_, attempts) = self
+            .call(ctx, false, || {
+                Request::new(collection)
+                    .patch(name, &params, &Patch::Merge(&patch))
+                    .map_err(|e| RequestError::Build(e.to_string()))
+            })
+            .await?;
+        Ok(attempts)
     }
 
     /// The create-only action.
@@ -272,6 +335,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn strategy_switches_are_recognised() {
+        let d = json!({"kind": "Deployment", "spec": {"strategy": {"type": "Recreate"}}});
+        let msg = "Deployment.apps \"x\" is invalid: spec.strategy.rollingUpdate: Forbidden: \
+                   may not be specified when strategy `type` is 'Recreate' (422 Invalid)";
+        assert_eq!(strategy_switch(&d, msg), Some(("strategy", "Recreate")));
+        assert_eq!(strategy_switch(&d, "something else"), None);
+        let ds = json!({"kind": "DaemonSet", "spec": {"updateStrategy": {"type": "OnDelete"}}});
+        assert_eq!(
+            strategy_switch(&ds, ""),
+            Some(("updateStrategy", "OnDelete"))
+        );
+        let rolling =
+            json!({"kind": "Deployment", "spec": {"strategy": {"type": "RollingUpdate"}}});
+        assert_eq!(strategy_switch(&rolling, msg), None);
+    }
 
     #[test]
     fn crd_states() {

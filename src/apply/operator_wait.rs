@@ -128,7 +128,20 @@ impl ClusterRunner {
                 0,
             ));
         }
-        let Some(resolved) = self.operator_kind(task).await else {
+        let resolved = match self
+            .served_for(
+                task,
+                GROUP,
+                task.manifest.version(),
+                "ClusterOperator",
+                &ctx.cancel,
+            )
+            .await
+        {
+            Ok(Served::Yes(r)) => Some(r),
+            _ => None,
+        };
+        let Some(resolved) = resolved else {
             if self.options.dry_run
                 && self
                     .crd_tasks

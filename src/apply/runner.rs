@@ -11,6 +11,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::deletion::PendingDelete;
 use super::discovery::{Discovery, Resolved, crd_group_kind};
@@ -88,6 +89,12 @@ pub struct ClusterRunner {
     pub(crate) snapshots: Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
     /// Deletions requested but not yet seen to finish.
     pub(crate) pending_deletes: Mutex<Vec<PendingDelete>>,
+    /// Node of each task and node ancestry, to tell whether a CRD of this plan can still
+    /// come (see [`ClusterRunner::served_for`]).
+    node_of: Vec<usize>,
+    ancestors: Vec<Vec<u64>>,
+    /// Tasks that have finished (see [`ClusterRunner::namespace_coming`]).
+    finished: tokio::sync::watch::Sender<std::collections::HashSet<usize>>,
 }
 
 impl ClusterRunner {
@@ -109,7 +116,6 @@ impl ClusterRunner {
             .collect();
         ClusterRunner {
             client,
-            plan,
             discovery,
             emitter,
             options,
@@ -117,6 +123,10 @@ impl ClusterRunner {
             crd_tasks,
             snapshots: Mutex::new(HashMap::new()),
             pending_deletes: Mutex::new(Vec::new()),
+            node_of: plan.node_of_task(),
+            ancestors: plan.graph.ancestors(),
+            finished: tokio::sync::watch::Sender::new(std::collections::HashSet::new()),
+            plan,
         }
     }
 
@@ -145,6 +155,42 @@ impl ClusterRunner {
                     .copied(),
             },
         })
+    }
+
+    /// [`ClusterRunner::served_kind`] for `task`, but when the kind's CRD is in this plan and
+    /// not ordered after `task` (initializing mode runs every run-level in parallel, and the
+    /// components of one run-level are parallel in every mode), wait until that CRD is
+    /// established, bounded by the CRD timeout, instead of failing at once. The CVO gets
+    /// there by retrying the task (cvo.md §4.3); a CRD that the plan runs only after `task`
+    /// cannot come in time, so that still fails at once.
+    pub(crate) async fn served_for(
+        &self,
+        task: &Task,
+        group: &str,
+        version: &str,
+        kind: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Served, RequestError> {
+        let deadline = tokio::time::Instant::now() + self.options.crd_timeout;
+        loop {
+            let mut changes = self.discovery.changes();
+            let served = self.served_kind(group, version, kind).await?;
+            let Served::No { crd_task: Some(c) } = served else {
+                return Ok(served);
+            };
+            if self.options.dry_run
+                || self
+                    .plan
+                    .runs_before(task.id, c, &self.node_of, &self.ancestors)
+            {
+                return Ok(served);
+            }
+            tokio::select! {
+                r = changes.changed() => if r.is_err() { return Ok(served) },
+                () = tokio::time::sleep_until(deadline) => return Ok(served),
+                () = cancel.cancelled() => return Ok(served),
+            }
+        }
     }
 
     /// The namespace to use for a task's object.
@@ -251,6 +297,60 @@ impl ClusterRunner {
     }
 }
 
+impl ClusterRunner {
+    async fn run_action(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+        match task.action {
+            Action::Apply => self.apply(ctx, task).await,
+            Action::CreateOnly => self.create_only(ctx, task).await,
+            Action::Delete => self.delete(ctx, task).await,
+            Action::Wait => self.wait_operator(ctx, task).await,
+            Action::Skip => Ok(Done::new(Outcome::Skipped).attempts(0)),
+        }
+    }
+
+    /// When `error` says the task's namespace does not exist and a Namespace task of this
+    /// plan creates it without being ordered after the task (initializing mode runs every
+    /// run-level in parallel), that Namespace task: the task is worth trying again once it
+    /// has finished. The CVO gets there by retrying the task (cvo.md §4.3).
+    fn namespace_coming(&self, task: &Task, error: &str) -> Option<usize> {
+        let ns = task.manifest.id.namespace.as_deref()?;
+        if self.options.dry_run || !error.contains(&format!("namespaces \"{ns}\" not found")) {
+            return None;
+        }
+        self.plan
+            .tasks
+            .iter()
+            .find(|t| {
+                t.id != task.id
+                    && matches!(t.action, Action::Apply | Action::CreateOnly)
+                    && t.manifest.id.group.is_empty()
+                    && t.manifest.id.kind == "Namespace"
+                    && t.manifest.id.name == ns
+                    && !self
+                        .plan
+                        .runs_before(task.id, t.id, &self.node_of, &self.ancestors)
+            })
+            .map(|t| t.id)
+    }
+
+    /// Waits until task `id` has finished (bounded by the CRD timeout); `false` when it did
+    /// not in time or the run stops.
+    async fn wait_finished(&self, id: usize, cancel: &CancellationToken) -> bool {
+        let mut rx = self.finished.subscribe();
+        let deadline = tokio::time::Instant::now() + self.options.crd_timeout;
+        loop {
+            if rx.borrow_and_update().contains(&id) {
+                return true;
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return false },
+                () = tokio::time::sleep_until(deadline) => return false,
+                () = cancel.cancelled() => return false,
+            }
+        }
+    }
+}
+
 impl TaskRunner for ClusterRunner {
     async fn start_node(&self, node: usize, tasks: &[usize]) {
         self.precreate_operators(node, tasks).await;
@@ -258,13 +358,20 @@ impl TaskRunner for ClusterRunner {
 
     async fn run_task(&self, ctx: TaskContext) -> TaskResult {
         let task = self.task(&ctx.task);
-        let result = match task.action {
-            Action::Apply => self.apply(&ctx, task).await,
-            Action::CreateOnly => self.create_only(&ctx, task).await,
-            Action::Delete => self.delete(&ctx, task).await,
-            Action::Wait => self.wait_operator(&ctx, task).await,
-            Action::Skip => Ok(Done::new(Outcome::Skipped).attempts(0)),
-        };
+        let mut result = self.run_action(&ctx, task).await;
+        if let Err(e) = &result
+            && let Some(ns_task) = self.namespace_coming(task, &e.message)
+            && self.wait_finished(ns_task, &ctx.cancel).await
+        {
+            let before = e.attempts;
+            result = self.run_action(&ctx, task).await.map(|mut d| {
+                d.attempts += before;
+                d
+            });
+        }
+        self.finished.send_modify(|done| {
+            done.insert(ctx.task.id);
+        });
         if let Ok(done) = &result {
             self.changed(ctx.task.node, done.outcome);
         }

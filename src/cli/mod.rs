@@ -3,8 +3,10 @@
 mod apply;
 pub mod args;
 mod diff;
+mod e2e;
 mod lint;
 mod plan;
+mod simulate;
 mod upgrade_plan;
 
 use std::process::ExitCode;
@@ -48,6 +50,12 @@ enum Command {
     /// Show what applying a payload would change on a cluster (server-side dry runs; exit 1
     /// when something would change).
     Diff(diff::DiffArgs),
+    /// Simulated operators: report each ClusterOperator of a payload once its workload runs
+    /// the payload's template (until Ctrl-C).
+    Simulate(simulate::SimulateArgs),
+    /// End-to-end tests against a cluster: `e2e upgrade --from OLD --to NEW` installs OLD,
+    /// updates to NEW with simulated operators and checks the order of what happened.
+    E2e(e2e::E2eArgs),
 }
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
@@ -81,6 +89,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::UpgradePlan(a) => upgrade_plan::upgrade_plan(&a),
         Command::Lint(a) => lint::lint(&a),
         Command::Diff(a) => diff::diff(&a),
+        Command::Simulate(a) => simulate::simulate(&a),
+        Command::E2e(a) => e2e::e2e(&a, cli.verbose, cli.quiet),
     }
 }
 

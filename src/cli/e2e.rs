@@ -1,0 +1,237 @@
+//! `minicvo e2e upgrade`: install OLD with simulated operators, update to NEW, check the
+//! order of what happened.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use minicvo::LoadOptions;
+use minicvo::apply::progress::{Progress, Verbosity};
+use minicvo::apply::{self as engine, ApplyObserver, ApplyOptions, RunnerOptions};
+use minicvo::e2e::{self, Assertion, Clients, UpgradeOptions};
+use minicvo::simulate::Spec;
+use tokio_util::sync::CancellationToken;
+
+use super::UsageError;
+use super::apply::{EXIT_INTERRUPTED, parse_duration};
+use super::args::FilterArgs;
+
+/// Arguments of `e2e`.
+#[derive(Debug, Args)]
+pub struct E2eArgs {
+    #[command(subcommand)]
+    command: E2eCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum E2eCommand {
+    /// Install OLD (initializing mode) with simulated operators, update to NEW (updating
+    /// mode), record a timeline and check the order of what happened.
+    Upgrade(UpgradeArgs),
+}
+
+/// Output format of the summary.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum E2eFormat {
+    /// A summary for people.
+    Text,
+    /// One JSON document (`E2eUpgradeResult`).
+    Json,
+}
+
+/// Arguments of `e2e upgrade`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Simulator scripts (--simulate [PHASE:]OPERATOR=ITEM,...; PHASE install, upgrade \
+    (default) or all; OPERATOR a ClusterOperator name or *): ok, delay:2s, never, degraded, \
+    wrong-version[:V], flap[:500ms].\n\
+    Assertions (--assert \"X after Y\" or \"X before Y\"): X and Y are \
+    [PHASE:]ACTION:KIND[.GROUP]/[NAMESPACE/]NAME[~TEXT] with ACTION apply, delete, wait-start, \
+    wait-done or observed, e.g. \"delete:ClusterRoleBinding/default-account-openshift-machine-config-operator \
+    after wait-done:ClusterOperator/machine-config\".\n\
+    Exit codes: 0 both runs completed and every check passed, 1 a run failed or a check found \
+    something, 2 usage or kubeconfig error, 130 interrupted."
+)]
+pub struct UpgradeArgs {
+    /// The payload installed first.
+    #[arg(long, value_name = "OLD")]
+    pub from: PathBuf,
+    /// The payload updated to.
+    #[arg(long, value_name = "NEW")]
+    pub to: PathBuf,
+    /// OLD's version (replaces `0.0.1-snapshot`); default: OLD's release-metadata.
+    #[arg(long, value_name = "V1")]
+    pub from_version: Option<String>,
+    /// NEW's version; default: NEW's release-metadata.
+    #[arg(long, value_name = "V2")]
+    pub to_version: Option<String>,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Release image pull spec rendered into `{{.ReleaseImage}}` in manifests/.
+    #[arg(long, default_value = "")]
+    pub release_image: String,
+    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
+    /// else the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Install a permissive CRD for every kind the payloads use that neither the cluster nor
+    /// their own CRDs serve (OpenShift kinds on plain Kubernetes).
+    #[arg(long)]
+    pub stub_missing_crds: bool,
+    /// Script a simulated operator (repeatable); see below.
+    #[arg(long = "simulate", value_name = "SPEC")]
+    pub simulate: Vec<Spec>,
+    /// Delay of simulated operators whose script sets none.
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
+    pub delay: Duration,
+    /// Simulated operators report only once their workloads are rolled out and available
+    /// (needs a scheduler and kubelets, e.g. kind; never on the test control plane).
+    #[arg(long)]
+    pub wait_available: bool,
+    /// An ordering to check, "X after Y" (repeatable); see below.
+    #[arg(long = "assert", value_name = "ASSERTION")]
+    pub assert: Vec<Assertion>,
+    /// Longest wait for one ClusterOperator.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub wait_timeout: Duration,
+    /// Bound on each of the two runs; default none.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Graph nodes running at once (default: the CVO's for each mode).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallelism: Option<u32>,
+    /// Write the timeline JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Write a Chrome trace (Perfetto, chrome://tracing) here.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write the checks as JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// No progress bar even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Output format of the summary on stdout.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: E2eFormat,
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+}
+
+/// Runs `e2e`.
+///
+/// # Errors
+/// Load, usage and connection errors; failed runs and checks give exit code 1.
+pub fn e2e(a: &E2eArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
+    match &a.command {
+        E2eCommand::Upgrade(u) => upgrade(u, verbose, quiet),
+    }
+}
+
+fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
+    let options = UpgradeOptions {
+        from: a.from.clone(),
+        to: a.to.clone(),
+        from_version: a.from_version.clone(),
+        to_version: a.to_version.clone(),
+        load: LoadOptions {
+            filters: a.filters.filters()?,
+            release_image: a.release_image.clone(),
+            release_version: None,
+            substitute_placeholder: true,
+        },
+        stub_missing_crds: a.stub_missing_crds,
+        specs: a.simulate.clone(),
+        default_delay: a.delay,
+        wait_available: a.wait_available,
+        assertions: a.assert.clone(),
+        apply: ApplyOptions {
+            runner: RunnerOptions {
+                wait_timeout: a.wait_timeout,
+                ..RunnerOptions::default()
+            },
+            parallelism: a.parallelism.map(|p| p as usize),
+            timeout: a.timeout,
+            release_image: a.release_image.clone(),
+            ..ApplyOptions::default()
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let cancel = CancellationToken::new();
+    let report = runtime.block_on(async {
+        let connect = || engine::connect(a.kubeconfig.as_deref(), a.context.as_deref());
+        let apply = connect().await.map_err(|e| UsageError(e.to_string()))?;
+        let simulator = connect().await.map_err(|e| UsageError(e.to_string()))?;
+        tracing::info!(
+            "using context {} on {}",
+            apply.context.as_deref().unwrap_or("(in-cluster)"),
+            apply.server
+        );
+        {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        eprintln!("interrupted twice, exiting now");
+                        std::process::exit(i32::from(EXIT_INTERRUPTED));
+                    }
+                }
+            });
+        }
+        let verbosity = match (quiet, verbose) {
+            (true, _) => Verbosity::Quiet,
+            (false, 0) => Verbosity::Normal,
+            _ => Verbosity::Verbose,
+        };
+        let terminal = std::io::stderr().is_terminal() && !a.no_progress;
+        let progress = Arc::new(Progress::new(terminal, verbosity));
+        let clients = Clients { apply, simulator };
+        let report = e2e::upgrade(
+            &clients,
+            &options,
+            Some(progress.clone() as Arc<dyn ApplyObserver>),
+            cancel.clone(),
+        )
+        .await;
+        progress.finish();
+        anyhow::Ok(report?)
+    })?;
+    if let Some(p) = &a.timeline {
+        write_file(p, &report.timeline.to_json())?;
+    }
+    if let Some(p) = &a.trace {
+        write_file(p, &serde_json::to_string(&report.chrome_trace())?)?;
+    }
+    if let Some(p) = &a.junit {
+        write_file(p, &report.junit())?;
+    }
+    let text = match a.output {
+        E2eFormat::Text => report.text(),
+        E2eFormat::Json => format!("{}\n", serde_json::to_string_pretty(&report.json())?),
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r?,
+    }
+    Ok(if cancel.is_cancelled() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(super::EXIT_FAILURE)
+    })
+}

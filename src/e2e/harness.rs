@@ -1,0 +1,314 @@
+//! The upgrade e2e: install OLD (initializing mode) with simulated operators until it is
+//! complete, update to NEW (updating mode), record the timeline, run the checks.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::assertion::Assertion;
+use super::checks::{self, Check};
+use super::report::{PhaseRun, UpgradeReport};
+use super::timeline::{Phase, Recorder};
+use crate::apply::{self, ApplyObserver, ApplyOptions, Connection};
+use crate::payload::{LoadOptions, Payload};
+use crate::plan::{self, Mode, Plan};
+use crate::simulate::{self, ScriptPhase, Scripts, SimObserver, Simulator, SimulatorOptions, Spec};
+use crate::stub_crds::{self, StubError};
+
+/// Settings of an upgrade e2e.
+#[derive(Debug, Clone)]
+pub struct UpgradeOptions {
+    /// The payload installed first.
+    pub from: PathBuf,
+    /// The payload updated to.
+    pub to: PathBuf,
+    /// OLD's version (`0.0.1-snapshot` is replaced by it); default: its release-metadata.
+    pub from_version: Option<String>,
+    /// NEW's version; default: its release-metadata.
+    pub to_version: Option<String>,
+    /// Filters and the release image for both payloads (versions come from the fields above).
+    pub load: LoadOptions,
+    /// Install permissive CRDs for kinds nothing serves.
+    pub stub_missing_crds: bool,
+    /// Simulator scripts (`--simulate`).
+    pub specs: Vec<Spec>,
+    /// Delay of operators whose script sets none.
+    pub default_delay: Duration,
+    /// Simulated operators wait for available workloads (real clusters only).
+    pub wait_available: bool,
+    /// User assertions.
+    pub assertions: Vec<Assertion>,
+    /// Settings of both apply runs (the mode comes from the phase).
+    pub apply: ApplyOptions,
+}
+
+impl Default for UpgradeOptions {
+    fn default() -> Self {
+        UpgradeOptions {
+            from: PathBuf::new(),
+            to: PathBuf::new(),
+            from_version: None,
+            to_version: None,
+            load: LoadOptions::default(),
+            stub_missing_crds: false,
+            specs: Vec::new(),
+            default_delay: Duration::ZERO,
+            wait_available: false,
+            assertions: Vec::new(),
+            apply: ApplyOptions::default(),
+        }
+    }
+}
+
+/// Why an e2e could not run (failed runs and failed checks are in the report instead).
+#[derive(Debug, thiserror::Error)]
+pub enum E2eError {
+    /// A payload does not load.
+    #[error("{path}: {source}")]
+    Load {
+        /// The payload.
+        path: String,
+        /// The error.
+        #[source]
+        source: crate::payload::LoadError,
+    },
+    /// A payload has no version and none was given.
+    #[error(
+        "{path} has no release-metadata, so its version is unknown\nhint: pass {flag} V (the \
+         `0.0.1-snapshot` placeholders are replaced by it, and the ClusterOperator versions \
+         must differ between the two payloads)"
+    )]
+    NoVersion {
+        /// The payload.
+        path: String,
+        /// The flag to use.
+        flag: &'static str,
+    },
+    /// Kinds nothing serves, or stubs that failed.
+    #[error(transparent)]
+    Stubs(#[from] StubError),
+    /// The cluster could not be reached.
+    #[error(transparent)]
+    Apply(#[from] apply::ApplyError),
+    /// `--simulate` names an operator neither payload has.
+    #[error("--simulate names {0}, which neither payload has as a ClusterOperator (it has: {1})")]
+    UnknownOperator(String, String),
+}
+
+fn load(
+    path: &Path,
+    version: Option<&String>,
+    base: &LoadOptions,
+    flag: &'static str,
+) -> Result<Payload, E2eError> {
+    let options = LoadOptions {
+        release_version: version.cloned(),
+        substitute_placeholder: true,
+        ..base.clone()
+    };
+    let payload = crate::payload::load(path, &options).map_err(|source| E2eError::Load {
+        path: path.display().to_string(),
+        source,
+    })?;
+    if version.is_none() && payload.metadata.is_none() {
+        return Err(E2eError::NoVersion {
+            path: path.display().to_string(),
+            flag,
+        });
+    }
+    Ok(payload)
+}
+
+/// Both observers of a phase: the timeline and the caller's.
+struct Fanout(Arc<Recorder>, Option<Arc<dyn ApplyObserver>>);
+
+impl ApplyObserver for Fanout {
+    fn on_event(&self, event: &apply::ApplyEvent) {
+        self.0.on_event(event);
+        if let Some(o) = &self.1 {
+            o.on_event(event);
+        }
+    }
+}
+
+/// Connections for the e2e: one for minicvo's writes, one for the simulator (so each
+/// request count is its own).
+pub struct Clients {
+    /// minicvo's apply runs and stub CRDs.
+    pub apply: Connection,
+    /// The simulated operators.
+    pub simulator: Connection,
+}
+
+/// Runs the upgrade e2e. `observer` also gets every apply event (e.g. a progress display);
+/// `cancel` stops the run (Ctrl-C).
+///
+/// # Errors
+/// [`E2eError`] when the payloads do not load, a version is unknown, kinds are missing (and
+/// not stubbed), or the cluster cannot be reached. A failed install or upgrade, and failed
+/// checks, are in the report.
+pub async fn upgrade(
+    clients: &Clients,
+    options: &UpgradeOptions,
+    observer: Option<Arc<dyn ApplyObserver>>,
+    cancel: CancellationToken,
+) -> Result<UpgradeReport, E2eError> {
+    let started = Instant::now();
+    let old = load(
+        &options.from,
+        options.from_version.as_ref(),
+        &options.load,
+        "--from-version",
+    )?;
+    let new = load(
+        &options.to,
+        options.to_version.as_ref(),
+        &options.load,
+        "--to-version",
+    )?;
+    let old_manifests = old.manifests.clone();
+    let mut warnings: Vec<String> = Vec::new();
+    for w in old.warnings.iter().chain(&new.warnings) {
+        warnings.push(w.clone());
+    }
+    let from_version = old.version();
+    let to_version = new.version();
+    if from_version == to_version {
+        warnings.push(format!(
+            "both payloads have version {}: the upgrade's ClusterOperator waits are already \
+             satisfied; hint: pass --from-version and --to-version",
+            from_version.as_deref().unwrap_or("(unknown)")
+        ));
+    }
+    let filters = &options.load.filters;
+    let old_plan = Arc::new(plan::from_payload(old, filters, Mode::Initializing, 0));
+    let new_plan = Arc::new(plan::from_payload(new, filters, Mode::Updating, 0));
+
+    let old_ops = simulate::operators(&old_plan);
+    let new_ops = simulate::operators(&new_plan);
+    let mut known: Vec<&str> = old_ops
+        .iter()
+        .chain(&new_ops)
+        .map(|o| o.name.as_str())
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let all = Scripts::all(&options.specs, options.default_delay);
+    if let Some(u) = all.unknown(&known).first() {
+        return Err(E2eError::UnknownOperator(
+            (*u).to_string(),
+            known.join(", "),
+        ));
+    }
+
+    let stub_started = Instant::now();
+    let requests_before = clients.apply.requests.get();
+    let stubs = stub_crds::ensure(
+        &clients.apply.client,
+        &[&old_plan, &new_plan],
+        options.stub_missing_crds,
+        options.apply.runner.crd_timeout,
+    )
+    .await?;
+    let stub_requests = clients.apply.requests.get() - requests_before;
+    let stub_seconds = stub_started.elapsed().as_secs_f64();
+
+    let recorder = Arc::new(Recorder::new(started));
+    let mut runs = Vec::new();
+    for (phase, plan, ops) in [
+        (Phase::Install, &old_plan, old_ops),
+        (Phase::Upgrade, &new_plan, new_ops),
+    ] {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let run = run_phase(
+            clients,
+            options,
+            phase,
+            plan.clone(),
+            ops,
+            &recorder,
+            observer.clone(),
+            cancel.clone(),
+        )
+        .await?;
+        let ok = run.report.ok;
+        runs.push(run);
+        if !ok {
+            break;
+        }
+    }
+
+    let timeline = recorder.timeline();
+    let mut checks: Vec<Check> = Vec::new();
+    checks.extend(checks::invariants(&timeline, Phase::Install, &old_plan));
+    if runs.len() > 1 {
+        checks.extend(checks::invariants(&timeline, Phase::Upgrade, &new_plan));
+        checks.push(checks::delete_before_workload_update(
+            &timeline,
+            &old_manifests,
+            &new_plan,
+        ));
+    }
+    checks.extend(checks::assertions(&timeline, &options.assertions));
+    Ok(UpgradeReport {
+        from: options.from.display().to_string(),
+        to: options.to.display().to_string(),
+        from_version,
+        to_version,
+        warnings,
+        stubs,
+        stub_requests,
+        stub_seconds,
+        runs,
+        timeline,
+        checks,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_phase(
+    clients: &Clients,
+    options: &UpgradeOptions,
+    phase: Phase,
+    plan: Arc<Plan>,
+    ops: Vec<simulate::OperatorSpec>,
+    recorder: &Arc<Recorder>,
+    observer: Option<Arc<dyn ApplyObserver>>,
+    cancel: CancellationToken,
+) -> Result<PhaseRun, E2eError> {
+    let script_phase = match phase {
+        Phase::Install => ScriptPhase::Install,
+        Phase::Upgrade => ScriptPhase::Upgrade,
+    };
+    recorder.begin(phase, plan.clone());
+    let sim_before = clients.simulator.requests.get();
+    let simulator = Simulator::start(
+        clients.simulator.client.clone(),
+        ops,
+        SimulatorOptions {
+            scripts: Scripts::for_phase(&options.specs, script_phase, options.default_delay),
+            wait_available: options.wait_available,
+        },
+        Some(recorder.clone() as Arc<dyn SimObserver>),
+    );
+    let mut apply_options = options.apply.clone();
+    apply_options.runner.mode = plan.mode;
+    let fanout: Arc<dyn ApplyObserver> = Arc::new(Fanout(recorder.clone(), observer));
+    let result = apply::run(&clients.apply, plan.clone(), &apply_options, fanout, cancel).await;
+    let summary = simulator.stop().await;
+    let report = result?;
+    Ok(PhaseRun {
+        phase,
+        mode: plan.mode,
+        version: plan.version.clone(),
+        report,
+        simulator_requests: clients.simulator.requests.get() - sim_before,
+        simulator_reports: summary.reports.values().sum(),
+    })
+}

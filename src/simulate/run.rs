@@ -1,0 +1,596 @@
+//! The simulator loop: watch Deployments, DaemonSets and ClusterOperators, and write each
+//! operator's status when its workloads carry the payload's template and its script's delay
+//! has passed.
+//!
+//! One list+watch per kind, cluster-wide (three watches for any number of operators). A
+//! broken watch is re-listed after a short pause, so a ClusterOperator CRD that does not
+//! exist yet (an install that creates it) is picked up within half a second of appearing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::stream::{BoxStream, SelectAll};
+use futures::{StreamExt as _, TryStreamExt as _};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::operators::{OperatorSpec, rolled_out, template_updated};
+use super::script::{Report, Scripts};
+use super::status::{already_reported, status_for, summary};
+use crate::manifest::ObjectId;
+
+/// The field manager of the simulator's status writes.
+pub const FIELD_MANAGER: &str = "minicvo-simulator";
+
+/// Pause before re-listing after a watch error.
+const WATCH_RETRY: Duration = Duration::from_millis(500);
+/// Pause before writing again after a failed status write.
+const WRITE_RETRY: Duration = Duration::from_secs(1);
+
+/// Settings of a simulator.
+#[derive(Debug, Clone, Default)]
+pub struct SimulatorOptions {
+    /// Per-operator scripts and the default delay.
+    pub scripts: Scripts,
+    /// Report only once the workloads are rolled out and available (needs a scheduler and
+    /// kubelets, as on kind; never true on the test control plane).
+    pub wait_available: bool,
+}
+
+/// What the simulator saw or did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimEventKind {
+    /// A watched workload changed: its generation and whether its template carries the
+    /// payload's (`Err` says what differs).
+    Workload {
+        /// The workload.
+        id: ObjectId,
+        /// `metadata.generation`.
+        generation: i64,
+        /// Whether it carries the payload's template.
+        updated: Result<(), String>,
+    },
+    /// A watched workload was deleted.
+    WorkloadGone {
+        /// The workload.
+        id: ObjectId,
+    },
+    /// A simulated operator's ClusterOperator status changed (as seen by the watch).
+    Operator {
+        /// The ClusterOperator name.
+        name: String,
+        /// [`summary`] of its status.
+        status: String,
+    },
+    /// The simulator wrote an operator's status.
+    Reported {
+        /// The ClusterOperator name.
+        name: String,
+        /// [`summary`] of the status written.
+        status: String,
+    },
+    /// A status write failed (it is tried again).
+    WriteFailed {
+        /// The ClusterOperator name.
+        name: String,
+        /// The error.
+        error: String,
+    },
+    /// A watch failed (it is re-listed).
+    WatchFailed {
+        /// The kind watched.
+        kind: String,
+        /// The error.
+        error: String,
+    },
+}
+
+/// One event, stamped.
+#[derive(Debug, Clone)]
+pub struct SimEvent {
+    /// Wall-clock time.
+    pub at: SystemTime,
+    /// Monotonic time, comparable with [`crate::apply::ApplyEvent::instant`].
+    pub instant: Instant,
+    /// What happened.
+    pub kind: SimEventKind,
+}
+
+/// Receives the simulator's events (called from its loop: be quick).
+pub trait SimObserver: Send + Sync {
+    /// One event.
+    fn on_sim_event(&self, event: &SimEvent);
+}
+
+impl<F> SimObserver for F
+where
+    F: Fn(&SimEvent) + Send + Sync,
+{
+    fn on_sim_event(&self, event: &SimEvent) {
+        self(event);
+    }
+}
+
+/// What a finished simulator did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimSummary {
+    /// Status writes per operator.
+    pub reports: HashMap<String, usize>,
+    /// Failed status writes.
+    pub write_failures: usize,
+}
+
+/// A running simulator; stop it with [`Simulator::stop`].
+pub struct Simulator {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<SimSummary>,
+}
+
+impl Simulator {
+    /// Starts simulating `operators` against the cluster behind `client`.
+    #[must_use]
+    pub fn start(
+        client: Client,
+        operators: Vec<OperatorSpec>,
+        options: SimulatorOptions,
+        observer: Option<Arc<dyn SimObserver>>,
+    ) -> Self {
+        let cancel = CancellationToken::new();
+        let handle = tokio::spawn(run(client, operators, options, observer, cancel.clone()));
+        Simulator { cancel, handle }
+    }
+
+    /// Stops the loop and returns what it did.
+    pub async fn stop(self) -> SimSummary {
+        self.cancel.cancel();
+        self.handle.await.unwrap_or_default()
+    }
+
+    /// Runs until `cancel` fires (for `minicvo simulate`).
+    pub async fn run_until(
+        client: Client,
+        operators: Vec<OperatorSpec>,
+        options: SimulatorOptions,
+        observer: Option<Arc<dyn SimObserver>>,
+        cancel: CancellationToken,
+    ) -> SimSummary {
+        run(client, operators, options, observer, cancel).await
+    }
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The ClusterOperator resource.
+#[must_use]
+pub fn cluster_operators() -> ApiResource {
+    resource(
+        "config.openshift.io",
+        "v1",
+        "ClusterOperator",
+        "clusteroperators",
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Watched {
+    Deployment,
+    DaemonSet,
+    ClusterOperator,
+}
+
+impl Watched {
+    fn name(self) -> &'static str {
+        match self {
+            Watched::Deployment => "Deployment",
+            Watched::DaemonSet => "DaemonSet",
+            Watched::ClusterOperator => "ClusterOperator",
+        }
+    }
+}
+
+type Item = (Watched, Result<Event<DynamicObject>, watcher::Error>);
+
+fn watch(client: &Client, which: Watched, ar: &ApiResource) -> BoxStream<'static, Item> {
+    let api = Api::<DynamicObject>::all_with(client.clone(), ar);
+    watcher::watcher(api, watcher::Config::default())
+        .into_stream()
+        .then(move |r| async move {
+            if r.is_err() {
+                tokio::time::sleep(WATCH_RETRY).await;
+            }
+            (which, r)
+        })
+        .boxed()
+}
+
+fn object_id(kind: &str, o: &DynamicObject) -> ObjectId {
+    ObjectId {
+        group: if kind == "ClusterOperator" {
+            "config.openshift.io".into()
+        } else {
+            "apps".into()
+        },
+        kind: kind.into(),
+        namespace: o.namespace(),
+        name: o.name_any(),
+    }
+}
+
+#[derive(Default)]
+struct OpState {
+    /// When the workloads were first seen updated (reset when they are not).
+    ready_since: Option<Instant>,
+    /// Flap: the current half-period and when it ends.
+    flap_up: bool,
+    flap_until: Option<Instant>,
+    /// Do not write before this (after a failed write).
+    retry_at: Option<Instant>,
+}
+
+struct Loop {
+    client: Client,
+    operators: Vec<OperatorSpec>,
+    options: SimulatorOptions,
+    observer: Option<Arc<dyn SimObserver>>,
+    /// Live workloads of interest.
+    workloads: HashMap<ObjectId, Value>,
+    /// What was last reported per workload (generation, updated) to emit changes only.
+    workload_seen: HashMap<ObjectId, (i64, bool)>,
+    /// Live ClusterOperators of interest.
+    operators_live: HashMap<String, Value>,
+    operator_seen: HashMap<String, String>,
+    state: Vec<OpState>,
+    /// Objects listed since the last `Init`, per stream.
+    relist: HashMap<Watched, HashSet<String>>,
+    summary: SimSummary,
+    interesting: HashSet<ObjectId>,
+}
+
+impl Loop {
+    fn emit(&self, kind: SimEventKind) {
+        if let Some(o) = &self.observer {
+            o.on_sim_event(&SimEvent {
+                at: SystemTime::now(),
+                instant: Instant::now(),
+                kind,
+            });
+        }
+    }
+
+    fn want_template(&self, id: &ObjectId) -> Option<&Value> {
+        self.operators
+            .iter()
+            .flat_map(|o| &o.workloads)
+            .find(|w| &w.id == id)
+            .map(|w| &w.template)
+    }
+
+    fn on_workload(&mut self, kind: &str, event: Option<DynamicObject>, deleted: Option<ObjectId>) {
+        if let Some(id) = deleted {
+            if self.workloads.remove(&id).is_some() {
+                self.workload_seen.remove(&id);
+                self.emit(SimEventKind::WorkloadGone { id });
+            }
+            return;
+        }
+        let Some(o) = event else { return };
+        let id = object_id(kind, &o);
+        if !self.interesting.contains(&id) {
+            return;
+        }
+        let v = serde_json::to_value(&o).unwrap_or(Value::Null);
+        let generation = v
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let updated = self
+            .want_template(&id)
+            .map_or(Ok(()), |t| template_updated(t, &v));
+        let key = (generation, updated.is_ok());
+        if self.workload_seen.get(&id) != Some(&key) {
+            self.workload_seen.insert(id.clone(), key);
+            self.emit(SimEventKind::Workload {
+                id: id.clone(),
+                generation,
+                updated,
+            });
+        }
+        self.workloads.insert(id, v);
+    }
+
+    fn on_operator(&mut self, event: Option<DynamicObject>, deleted: Option<String>) {
+        if let Some(name) = deleted {
+            self.operators_live.remove(&name);
+            self.operator_seen.remove(&name);
+            return;
+        }
+        let Some(o) = event else { return };
+        let name = o.name_any();
+        if !self.operators.iter().any(|op| op.name == name) {
+            return;
+        }
+        let v = serde_json::to_value(&o).unwrap_or(Value::Null);
+        let s = summary(&v);
+        if self.operator_seen.get(&name) != Some(&s) {
+            self.operator_seen.insert(name.clone(), s.clone());
+            self.emit(SimEventKind::Operator {
+                name: name.clone(),
+                status: s,
+            });
+        }
+        self.operators_live.insert(name, v);
+    }
+
+    fn handle(&mut self, (which, r): Item) {
+        let event = match r {
+            Ok(e) => e,
+            Err(e) => {
+                self.emit(SimEventKind::WatchFailed {
+                    kind: which.name().into(),
+                    error: e.to_string(),
+                });
+                return;
+            }
+        };
+        let key =
+            |o: &DynamicObject| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any());
+        match event {
+            Event::Init => {
+                self.relist.insert(which, HashSet::new());
+            }
+            Event::InitApply(o) => {
+                self.relist.entry(which).or_default().insert(key(&o));
+                self.apply(which, o);
+            }
+            Event::InitDone => {
+                // Whatever was known but not listed again is gone.
+                let listed = self.relist.remove(&which).unwrap_or_default();
+                match which {
+                    Watched::ClusterOperator => {
+                        let gone: Vec<String> = self
+                            .operators_live
+                            .keys()
+                            .filter(|n| !listed.contains(&format!("/{n}")))
+                            .cloned()
+                            .collect();
+                        for n in gone {
+                            self.on_operator(None, Some(n));
+                        }
+                    }
+                    _ => {
+                        let gone: Vec<ObjectId> = self
+                            .workloads
+                            .keys()
+                            .filter(|id| id.kind == which.name())
+                            .filter(|id| {
+                                !listed.contains(&format!(
+                                    "{}/{}",
+                                    id.namespace.clone().unwrap_or_default(),
+                                    id.name
+                                ))
+                            })
+                            .cloned()
+                            .collect();
+                        for id in gone {
+                            self.on_workload(which.name(), None, Some(id));
+                        }
+                    }
+                }
+            }
+            Event::Apply(o) => self.apply(which, o),
+            Event::Delete(o) => match which {
+                Watched::ClusterOperator => self.on_operator(None, Some(o.name_any())),
+                _ => {
+                    let id = object_id(which.name(), &o);
+                    self.on_workload(which.name(), None, Some(id));
+                }
+            },
+        }
+    }
+
+    fn apply(&mut self, which: Watched, o: DynamicObject) {
+        match which {
+            Watched::ClusterOperator => self.on_operator(Some(o), None),
+            _ => self.on_workload(which.name(), Some(o), None),
+        }
+    }
+
+    /// Whether operator `i`'s workloads carry the payload (and are available if asked).
+    fn ready(&self, i: usize) -> bool {
+        self.operators[i].workloads.iter().all(|w| {
+            self.workloads.get(&w.id).is_some_and(|live| {
+                template_updated(&w.template, live).is_ok()
+                    && (!self.options.wait_available || rolled_out(&w.id.kind, live).is_ok())
+            })
+        })
+    }
+
+    /// Advances every operator; returns the next time something is due.
+    async fn step(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let due = |t: Instant, next: &mut Option<Instant>| {
+            *next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        };
+        for i in 0..self.operators.len() {
+            let script = self.options.scripts.of(&self.operators[i].name);
+            if script.report == Report::Never {
+                continue;
+            }
+            if !self.ready(i) {
+                self.state[i].ready_since = None;
+                self.state[i].flap_until = None;
+                continue;
+            }
+            let since = *self.state[i].ready_since.get_or_insert(now);
+            let at = since + script.delay.unwrap_or_default();
+            if now < at {
+                due(at, &mut next);
+                continue;
+            }
+            if let Report::Flap(period) = script.report {
+                let st = &mut self.state[i];
+                match st.flap_until {
+                    None => {
+                        st.flap_up = false;
+                        st.flap_until = Some(now + period);
+                    }
+                    Some(t) if now >= t => {
+                        st.flap_up = !st.flap_up;
+                        st.flap_until = Some(now + period);
+                    }
+                    Some(_) => {}
+                }
+                due(st.flap_until.expect("set above"), &mut next);
+            }
+            if let Some(r) = self.state[i].retry_at {
+                if now < r {
+                    due(r, &mut next);
+                    continue;
+                }
+                self.state[i].retry_at = None;
+            }
+            let name = self.operators[i].name.clone();
+            let Some(live) = self.operators_live.get(&name) else {
+                continue; // not created yet: the watch will tell
+            };
+            let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
+            let Some(want) = status_for(
+                &self.operators[i],
+                &script.report,
+                self.state[i].flap_up,
+                &stamp,
+            ) else {
+                continue;
+            };
+            if already_reported(live, &want) {
+                continue;
+            }
+            match self.write(&name, &want).await {
+                Ok(()) => {
+                    *self.summary.reports.entry(name.clone()).or_default() += 1;
+                    let status = summary(&json!({"status": want}));
+                    self.emit(SimEventKind::Reported { name, status });
+                }
+                Err(error) => {
+                    self.summary.write_failures += 1;
+                    tracing::warn!(
+                        "simulator: writing the status of clusteroperator {name}: {error}"
+                    );
+                    self.emit(SimEventKind::WriteFailed { name, error });
+                    let r = Instant::now() + WRITE_RETRY;
+                    self.state[i].retry_at = Some(r);
+                    due(r, &mut next);
+                }
+            }
+        }
+        next
+    }
+
+    async fn write(&self, name: &str, status: &Value) -> Result<(), String> {
+        let api = Api::<DynamicObject>::all_with(self.client.clone(), &cluster_operators());
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::Merge(json!({"status": status}));
+        match api.patch_status(name, &params, &patch).await {
+            Ok(_) => Ok(()),
+            // A CRD without the status subresource: status is part of the object.
+            Err(kube::Error::Api(s)) if s.code == 404 => api
+                .patch(name, &params, &patch)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+async fn run(
+    client: Client,
+    operators: Vec<OperatorSpec>,
+    options: SimulatorOptions,
+    observer: Option<Arc<dyn SimObserver>>,
+    cancel: CancellationToken,
+) -> SimSummary {
+    let interesting: HashSet<ObjectId> = operators
+        .iter()
+        .flat_map(|o| o.workloads.iter().map(|w| w.id.clone()))
+        .collect();
+    let kinds: HashSet<&str> = interesting.iter().map(|id| id.kind.as_str()).collect();
+    let mut streams: SelectAll<BoxStream<'static, Item>> = SelectAll::new();
+    streams.push(watch(
+        &client,
+        Watched::ClusterOperator,
+        &cluster_operators(),
+    ));
+    if kinds.contains("Deployment") {
+        streams.push(watch(
+            &client,
+            Watched::Deployment,
+            &resource("apps", "v1", "Deployment", "deployments"),
+        ));
+    }
+    if kinds.contains("DaemonSet") {
+        streams.push(watch(
+            &client,
+            Watched::DaemonSet,
+            &resource("apps", "v1", "DaemonSet", "daemonsets"),
+        ));
+    }
+    let n = operators.len();
+    let mut l = Loop {
+        client,
+        operators,
+        options,
+        observer,
+        workloads: HashMap::new(),
+        workload_seen: HashMap::new(),
+        operators_live: HashMap::new(),
+        operator_seen: HashMap::new(),
+        state: (0..n).map(|_| OpState::default()).collect(),
+        relist: HashMap::new(),
+        summary: SimSummary::default(),
+        interesting,
+    };
+    let mut next: Option<Instant> = None;
+    loop {
+        let sleep = async {
+            match next {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            item = streams.next() => match item {
+                Some(item) => l.handle(item),
+                None => break,
+            },
+            () = sleep => {}
+        }
+        // Drain whatever else is ready before acting, so one burst is one evaluation.
+        while let Some(Some(item)) = futures::FutureExt::now_or_never(streams.next()) {
+            l.handle(item);
+        }
+        next = l.step(Instant::now()).await;
+    }
+    l.summary
+}
