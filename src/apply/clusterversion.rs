@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -228,21 +228,12 @@ async fn begin(client: &Client, url: &str, o: &RecorderOptions) -> Result<Record
                 "metadata": {"name": NAME},
                 "spec": {"clusterID": cluster_id(), "desiredUpdate": {"version": o.version}},
             });
-            let params = PostParams {
-                dry_run: false,
-                field_manager: Some(o.field_manager.clone()),
-            };
-            let body = serde_json::to_vec(&cv).map_err(|e| RequestError::Build(e.to_string()))?;
+            // A server-side apply, not a POST (see `operator_wait::create_operator`).
+            let params = PatchParams::apply(&o.field_manager);
             let req = Request::new(url)
-                .create(&params, body)
+                .patch(NAME, &params, &Patch::Apply(&cv))
                 .map_err(|e| RequestError::Build(e.to_string()))?;
-            match request::send(client, req, o.request_timeout).await {
-                Ok(r) => r.body,
-                Err(e) if e.is(409) => watch::get(client, url, NAME, o.request_timeout)
-                    .await?
-                    .unwrap_or(cv),
-                Err(e) => return Err(e),
-            }
+            request::send(client, req, o.request_timeout).await?.body
         }
     };
     let mut status = current.get("status").cloned().unwrap_or_else(|| json!({}));

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use serde_json::Value;
 
@@ -31,9 +31,9 @@ const GROUP: &str = "config.openshift.io";
 
 fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 && s % 60 == 0 {
+    if s >= 3600 && s.is_multiple_of(60) {
         format!("{}h{}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{:.1}s", d.as_secs_f64())
@@ -52,19 +52,22 @@ impl ClusterRunner {
     }
 
     /// Creates the operator from its manifest without status; returns the created object.
+    ///
+    /// This is a server-side apply, not a POST: the API server holds every POST to a custom
+    /// resource whose CRD was established less than 2 s ago for 2 s (apiextensions-apiserver
+    /// `customresource_handler.go`), which would stall the first node after the CRD.
     async fn create_operator(
         &self,
         task: &Task,
         resolved: &Resolved,
     ) -> Result<Value, RequestError> {
-        let body = serde_json::to_vec(&body::request_body(&task.manifest.object, None))
-            .map_err(|e| RequestError::Build(e.to_string()))?;
-        let params = PostParams {
-            dry_run: self.options.dry_run,
-            field_manager: Some(self.options.field_manager.clone()),
-        };
+        let body = body::request_body(&task.manifest.object, None);
+        let mut params = PatchParams::apply(&self.options.field_manager).force();
+        if self.options.dry_run {
+            params = params.dry_run();
+        }
         let req = Request::new(resolved.url_path(None))
-            .create(&params, body)
+            .patch(&task.manifest.id.name, &params, &Patch::Apply(&body))
             .map_err(|e| RequestError::Build(e.to_string()))?;
         Ok(
             request::send(&self.client, req, self.options.request_timeout)

@@ -152,18 +152,19 @@ impl ApplyObserver for Progress {
             EventKind::NodeFinished {
                 node, ok, duration, ..
             } => {
-                if s.running.remove(node).is_some() {
-                    self.refresh(&s);
-                    if self.bar.is_none() || !ok {
-                        self.line(
-                            e.elapsed,
-                            &format!(
-                                "node {node} {} after {:.2}s",
-                                if *ok { "finished" } else { "failed" },
-                                duration.as_secs_f64()
-                            ),
-                        );
-                    }
+                if s.running.remove(node).is_none() {
+                    return;
+                }
+                self.refresh(&s);
+                if self.bar.is_none() || !ok {
+                    self.line(
+                        e.elapsed,
+                        &format!(
+                            "node {node} {} after {:.2}s",
+                            if *ok { "finished" } else { "failed" },
+                            duration.as_secs_f64()
+                        ),
+                    );
                 }
             }
             EventKind::TaskFinished {
