@@ -81,18 +81,27 @@ impl Progress {
 
     fn refresh(&self, s: &State) {
         let Some(bar) = &self.bar else { return };
-        let mut levels: Vec<String> = Vec::new();
+        // "level 50: a, b; level 60: c"
+        let mut levels: Vec<(String, Vec<String>)> = Vec::new();
         for (level, comps) in s.running.values() {
             let l = level.clone().unwrap_or_else(|| "-".into());
-            let text = if comps.is_empty() {
-                format!("level {l}")
-            } else {
-                format!("level {l} {}", comps.join(","))
+            let i = match levels.iter().position(|(x, _)| *x == l) {
+                Some(i) => i,
+                None => {
+                    levels.push((l, Vec::new()));
+                    levels.len() - 1
+                }
             };
-            if !levels.contains(&text) {
-                levels.push(text);
+            for c in comps {
+                if !levels[i].1.contains(c) {
+                    levels[i].1.push(c.clone());
+                }
             }
         }
+        let levels: Vec<String> = levels
+            .into_iter()
+            .map(|(l, comps)| format!("level {l}: {}", comps.join(", ")))
+            .collect();
         let mut msg = levels.join("; ");
         if !s.waits.is_empty() {
             let waits: Vec<&str> = s.waits.values().map(String::as_str).collect();

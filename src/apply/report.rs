@@ -389,3 +389,101 @@ impl ReportBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::apply::events::{Emitter, EventLog};
+    use crate::plan::Action;
+
+    fn task(id: usize, node: usize, level: &str) -> TaskRef {
+        TaskRef {
+            id,
+            node,
+            run_level: Some(level.into()),
+            component: Some("c".into()),
+            file: format!("release-manifests/0000_{level}_c_{id:02}.yaml"),
+            document: 0,
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+            name: format!("cm{id}"),
+            action: Action::Apply,
+        }
+    }
+
+    fn finished(t: &TaskRef, outcome: Outcome, error: Option<&str>) -> EventKind {
+        EventKind::TaskFinished {
+            task: t.clone(),
+            outcome,
+            detail: None,
+            error: error.map(str::to_owned),
+            attempts: 1,
+            duration: Duration::ZERO,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn counts_levels_and_failures_in_node_order() {
+        let builder = Arc::new(ReportBuilder::default());
+        let log = Arc::new(EventLog::new());
+        let e = Emitter::new(Arc::new(crate::apply::events::Observers(vec![
+            builder.clone(),
+            log.clone(),
+        ])));
+        let (a, b, c) = (task(0, 2, "10"), task(1, 1, "10"), task(2, 3, "20"));
+        e.emit(EventKind::TaskStarted { task: a.clone() });
+        e.emit(EventKind::TaskStarted { task: b.clone() });
+        tokio::time::advance(Duration::from_secs(2)).await;
+        e.emit(finished(&a, Outcome::Failed, Some("a broke")));
+        e.emit(finished(&b, Outcome::Failed, Some("b broke")));
+        e.emit(EventKind::TaskStarted { task: c.clone() });
+        tokio::time::advance(Duration::from_secs(1)).await;
+        e.emit(finished(&c, Outcome::Created, None));
+        let r = builder.finish(RunFacts {
+            version: Some("1".into()),
+            mode: Mode::Updating,
+            dry_run: false,
+            stopped: None,
+            elapsed: Duration::from_secs(3),
+            not_run: vec![task(3, 4, "30")],
+            not_run_nodes: 1,
+            deletes_in_progress: Vec::new(),
+            requests: 7,
+            cluster_version: None,
+        });
+        assert!(!r.ok);
+        assert_eq!(
+            (r.counts.failed, r.counts.created, r.counts.not_run),
+            (2, 1, 1)
+        );
+        // Node 1 (b) before node 2 (a), the CVO's order.
+        assert_eq!(r.errors[0].name, "cm1");
+        assert_eq!(
+            r.errors[1].to_string(),
+            "release-manifests/0000_10_c_00.yaml#0 ConfigMap ns/cm0: a broke"
+        );
+        assert_eq!(
+            r.levels,
+            vec![
+                LevelTiming {
+                    run_level: Some("10".into()),
+                    seconds: 2.0
+                },
+                LevelTiming {
+                    run_level: Some("20".into()),
+                    seconds: 1.0
+                },
+            ]
+        );
+        let b = r.blocked.clone().unwrap();
+        assert_eq!((b.nodes, b.tasks), (1, 1));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["counts"]["createOnlySkipped"], 0);
+        assert_eq!(json["levels"][0]["runLevel"], "10");
+        assert_eq!(json["errors"][0]["namespace"], "ns");
+        assert_eq!(log.events().len(), 6);
+    }
+}
