@@ -67,10 +67,22 @@ pub fn init_logging(verbose: u8, quiet: bool) {
         (false, 2) => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("minicvo={level},warn")));
+    // kube's request tracing logs every failed attempt at ERROR; apply reports (and retries)
+    // them itself, so those lines are only shown from -vv on.
+    let kube = if verbose >= 2 {
+        ""
+    } else {
+        ",kube_client::client::builder=off"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("minicvo={level}{kube},warn"))
+    });
+    // Colour only on a terminal, and never with NO_COLOR set.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
