@@ -151,3 +151,41 @@ async fn wait_timeout_fails_cleanly_naming_the_operator() {
     let ops = apply_util::operators(&admin);
     support::delete_quietly(&ops, &co).await;
 }
+
+#[tokio::test]
+async fn the_run_timeout_stops_a_wait_and_reports_it() {
+    let conn = apply_util::connection(None).await;
+    let admin = support::admin_client().await;
+    let co = support::unique_name("slow");
+    let dir = tempfile::tempdir().unwrap();
+    apply_util::write_payload(
+        dir.path(),
+        "4.0.0",
+        &[
+            apply_util::clusteroperator_crd(),
+            (
+                "0000_50_slow_00_clusteroperator.yaml".into(),
+                apply_util::cluster_operator(&co, "4.0.0"),
+            ),
+        ],
+    );
+    let plan = apply_util::plan(dir.path(), Mode::Updating);
+    let mut options = apply_util::options();
+    options.runner.wait_timeout = Duration::from_secs(600);
+    options.timeout = Some(Duration::from_secs(2));
+    let started = tokio::time::Instant::now();
+    let (report, events) = apply_util::run(&conn, plan, &options).await;
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(!report.ok);
+    assert_eq!(report.stopped, Some(minicvo::apply::StopReason::TimedOut));
+    assert_eq!(report.counts.interrupted, 1);
+    assert!(report.errors.is_empty(), "{:#?}", report.errors);
+    assert!(events.iter().any(|e| matches!(
+        e.kind,
+        EventKind::Stopping {
+            reason: minicvo::apply::StopReason::TimedOut
+        }
+    )));
+    let ops = apply_util::operators(&admin);
+    support::delete_quietly(&ops, &co).await;
+}
