@@ -4,6 +4,7 @@
 //! parse error rejects the whole payload.
 
 mod error;
+mod fast_yaml;
 pub mod metadata;
 mod parse;
 pub mod template;

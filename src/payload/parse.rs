@@ -95,19 +95,39 @@ fn parse_json_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadErr
     Ok(docs)
 }
 
+/// Parses a YAML stream: the fast path for the common subset, serde-saphyr for the rest and
+/// for every error (see `fast_yaml`).
 fn parse_yaml_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
-    let parsed: Result<Vec<Spanned<Value>>, _> = serde_saphyr::from_str_multiple_with_options::<
+    if let Some(docs) = super::fast_yaml::parse_stream(text) {
+        return Ok(docs
+            .into_iter()
+            .map(|(line, value)| RawDocument { line, value })
+            .collect());
+    }
+    parse_yaml_stream_saphyr(file, text)
+}
+
+/// The non-empty documents of a YAML stream as serde-saphyr reads them: start line and value.
+pub(super) fn saphyr_documents(text: &str) -> Result<Vec<(usize, Value)>, serde_saphyr::Error> {
+    let values: Vec<Spanned<Value>> = serde_saphyr::from_str_multiple_with_options::<
         Spanned<Value>,
         Vec<_>,
-    >(text, yaml_options());
-    match parsed {
-        Ok(values) => Ok(values
+    >(text, yaml_options())?;
+    Ok(values
+        .into_iter()
+        .filter(|v| !v.value.is_null())
+        .map(|v| {
+            let line = usize::try_from(v.referenced.line()).unwrap_or(0).max(1);
+            (line, v.value)
+        })
+        .collect())
+}
+
+fn parse_yaml_stream_saphyr(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
+    match saphyr_documents(text) {
+        Ok(docs) => Ok(docs
             .into_iter()
-            .filter(|v| !v.value.is_null())
-            .map(|v| RawDocument {
-                line: usize::try_from(v.referenced.line()).unwrap_or(0).max(1),
-                value: v.value,
-            })
+            .map(|(line, value)| RawDocument { line, value })
             .collect()),
         Err(e) => {
             let line = e

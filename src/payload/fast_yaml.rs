@@ -1,0 +1,936 @@
+//! A fast path for the YAML that release manifests are made of: block mappings and sequences,
+//! plain, quoted and literal scalars, one-line flow collections and comments.
+//!
+//! It exists for speed only. serde-saphyr stays the reference: [`parse_stream`] either returns
+//! exactly the documents serde-saphyr would return (same values, same start lines), or `None`,
+//! and the caller then parses the file with serde-saphyr. It returns `None` for anything outside
+//! the subset it knows for sure (anchors, aliases, tags, folded scalars, multi-line flow
+//! collections, directives, tabs, CR line ends, complex keys) and for anything that might be an
+//! error, so every error message still comes from serde-saphyr. Scalars resolve as serde-saphyr
+//! resolves them into `serde_json::Value` with `legacy_octal_numbers` (kubectl's YAML 1.1:
+//! `0644` is 420, `on` and `y` are booleans). `parse_tests` checks both parsers agree on the
+//! corpus and on mutated inputs.
+
+use serde_json::{Map, Number, Value};
+
+/// Nesting depth past which the fast path gives up (serde-saphyr's own limit is higher).
+const MAX_DEPTH: usize = 64;
+/// Input size past which the fast path gives up, so that serde-saphyr's node and event
+/// budgets (`parse.rs`) are the ones that apply: the fast path's syntax needs at least 1.5
+/// bytes per node, so 4 MiB stays under a budget of 4 M nodes. The largest file of a real
+/// payload is under 1 MiB.
+const MAX_BYTES: usize = 4 << 20;
+/// Longest implicit key YAML allows, in characters.
+const MAX_KEY_CHARS: usize = 1024;
+/// Documents per file past which the fast path gives up (serde-saphyr's budget is 100 000).
+const MAX_DOCUMENTS: usize = 50_000;
+
+/// Gives up on the fast path. Tests record where, to show why a file is not taken.
+#[track_caller]
+fn give_up<T>() -> Option<T> {
+    #[cfg(test)]
+    tests::GAVE_UP_AT.set(std::panic::Location::caller().line());
+    None
+}
+
+/// One document: the 1-based line where its root node starts, and its value.
+pub(crate) type Document = (usize, Value);
+
+/// Parses a multi-document YAML stream, skipping empty documents. `None` means "not sure":
+/// parse it with serde-saphyr instead.
+pub(crate) fn parse_stream(text: &str) -> Option<Vec<Document>> {
+    if text.len() > MAX_BYTES || !simple_chars(text) {
+        return give_up();
+    }
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if text.ends_with('\n') {
+        lines.pop();
+    }
+    let mut p = Parser {
+        lines,
+        end: 0,
+        depth: 0,
+    };
+    let n = p.lines.len();
+    let mut docs = Vec::new();
+    let mut start = 0;
+    loop {
+        let mut end = start;
+        while end < n && !is_marker(p.lines[end], "---") {
+            let l = p.lines[end];
+            if is_marker(l, "...") || l.starts_with('%') {
+                return give_up();
+            }
+            end += 1;
+        }
+        if let Some(doc) = p.document(start, end)? {
+            docs.push(doc);
+            if docs.len() > MAX_DOCUMENTS {
+                return give_up();
+            }
+        }
+        if end == n {
+            return Some(docs);
+        }
+        let rest = p.lines[end][3..].trim_start_matches(' ');
+        if !rest.is_empty() && !rest.starts_with('#') {
+            return give_up();
+        }
+        start = end + 1;
+    }
+}
+
+/// Whether the text holds only characters the fast path handles: printable characters and
+/// `\n`. Tabs, CR, control characters, the BOM and the YAML 1.1 line breaks (NEL, LS, PS)
+/// go to serde-saphyr.
+fn simple_chars(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.iter().all(|&b| (b >= 0x20 && b < 0x7f) || b == b'\n') {
+        return true;
+    }
+    text.chars().all(|c| match c {
+        '\n' | ' '..='~' => true,
+        '\u{a0}'..='\u{d7ff}' => !matches!(c, '\u{2028}' | '\u{2029}'),
+        '\u{e000}'..='\u{fffd}' => c != '\u{feff}',
+        '\u{10000}'.. => true,
+        _ => false,
+    })
+}
+
+/// `---` or `...` at column 0, followed by the end of the line or a space.
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.starts_with(marker) && matches!(line.as_bytes().get(3), None | Some(b' '))
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Whether `rest` (the text at a node position) starts a block sequence entry.
+fn is_entry(rest: &str) -> bool {
+    rest.starts_with('-') && matches!(rest.as_bytes().get(1), None | Some(b' '))
+}
+
+/// What the text after a node ends with: nothing, or spaces and then a comment.
+fn only_comment(rest: &str) -> bool {
+    let t = rest.trim_start_matches(' ');
+    t.is_empty() || (t.starts_with('#') && t.len() < rest.len())
+}
+
+struct Parser<'a> {
+    lines: Vec<&'a str>,
+    /// One past the last line of the current document.
+    end: usize,
+    depth: usize,
+}
+
+/// What is at a block node position.
+enum KeyScan {
+    /// A mapping key, and the byte offset in the line just after its `:`.
+    Key(String, usize),
+    /// Not a mapping key: a scalar or a collection.
+    NotKey,
+}
+
+impl<'a> Parser<'a> {
+    /// The document in lines `start..end`: `Some(None)` when it is empty.
+    fn document(&mut self, start: usize, end: usize) -> Option<Option<Document>> {
+        self.end = end;
+        let Some(first) = self.next_content(start) else {
+            return Some(None);
+        };
+        let col = indent(self.lines[first]);
+        // Only a block mapping root: anything else is rare and left to serde-saphyr.
+        let KeyScan::Key(..) = self.key_at(first, col)? else {
+            return give_up();
+        };
+        let (value, next) = self.mapping(first, col)?;
+        if self.next_content(next).is_some() {
+            return give_up();
+        }
+        Some(Some((first + 1, value)))
+    }
+
+    /// The first line at or after `from` that is neither blank nor a comment.
+    fn next_content(&self, from: usize) -> Option<usize> {
+        (from..self.end).find(|&i| {
+            let t = self.lines[i].trim_start_matches(' ');
+            !t.is_empty() && !t.starts_with('#')
+        })
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// Whether the block node at `(li, col)` starts with a mapping key, and that key.
+    fn key_at(&self, li: usize, col: usize) -> Option<KeyScan> {
+        let line = self.lines[li];
+        let s = &line[col..];
+        let b = s.as_bytes();
+        match b[0] {
+            b'"' | b'\'' => {
+                let Some((key, close)) = quoted_in_line(s) else {
+                    return Some(KeyScan::NotKey);
+                };
+                let after = &s[close..];
+                if let Some(rest) = after.strip_prefix(':')
+                    && (rest.is_empty() || rest.starts_with(' '))
+                {
+                    if close > MAX_KEY_CHARS {
+                        return give_up();
+                    }
+                    return Some(KeyScan::Key(key, col + close + 1));
+                }
+                if after.trim_start_matches(' ').starts_with(':') {
+                    return give_up();
+                }
+                Some(KeyScan::NotKey)
+            }
+            b'-' | b'?' | b':' if matches!(b.get(1), None | Some(b' ')) => Some(KeyScan::NotKey),
+            b'[' | b'{' | b'|' | b'>' | b'#' | b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b','
+            | b']' | b'}' | b'-' | b'?' | b':' => Some(KeyScan::NotKey),
+            _ => {
+                let mut i = 0;
+                while i < b.len() {
+                    match b[i] {
+                        b'#' if b[i - 1] == b' ' => return Some(KeyScan::NotKey),
+                        b':' if matches!(b.get(i + 1), None | Some(b' ')) => {
+                            let key = s[..i].trim_end_matches(' ');
+                            // Keys are taken as written; null-like keys, merge keys and keys
+                            // with comments or a second `: ` go to serde-saphyr.
+                            if matches!(key, "" | "~" | "null" | "Null" | "NULL" | "<<")
+                                || key.len() > MAX_KEY_CHARS
+                            {
+                                return give_up();
+                            }
+                            return Some(KeyScan::Key(key.to_string(), col + i + 1));
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                Some(KeyScan::NotKey)
+            }
+        }
+    }
+
+    /// A block node that starts at `(li, col)`, the first content of its line or of a
+    /// sequence entry. `parent` is the indentation of the enclosing block.
+    fn node(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+        self.enter()?;
+        let rest = &self.lines[li][col..];
+        let out = if is_entry(rest) {
+            self.sequence(li, col)
+        } else if let KeyScan::Key(..) = self.key_at(li, col)? {
+            self.mapping(li, col)
+        } else {
+            self.inline(li, col, parent)
+        };
+        self.depth -= 1;
+        out
+    }
+
+    /// A block mapping whose first key is at `(li, m)`; its keys are at column `m`.
+    fn mapping(&mut self, mut li: usize, m: usize) -> Option<(Value, usize)> {
+        let mut map = Map::new();
+        loop {
+            let KeyScan::Key(key, after) = self.key_at(li, m)? else {
+                return give_up();
+            };
+            if map.contains_key(&key) {
+                return give_up();
+            }
+            let (value, next) = self.value(li, after, m)?;
+            map.insert(key, value);
+            let Some(nl) = self.next_content(next) else {
+                return Some((Value::Object(map), self.end));
+            };
+            let ind = indent(self.lines[nl]);
+            if ind < m {
+                return Some((Value::Object(map), nl));
+            }
+            if ind > m {
+                return give_up();
+            }
+            li = nl;
+        }
+    }
+
+    /// The value of a mapping key at indentation `m` whose `:` ends at byte `after`.
+    fn value(&mut self, li: usize, after: usize, m: usize) -> Option<(Value, usize)> {
+        let line = self.lines[li];
+        let rest = &line[after..];
+        if only_comment(rest) {
+            let Some(nl) = self.next_content(li + 1) else {
+                return Some((Value::Null, self.end));
+            };
+            let l = self.lines[nl];
+            let ind = indent(l);
+            if ind > m {
+                return self.node(nl, ind, m);
+            }
+            if ind == m && is_entry(&l[m..]) {
+                self.enter()?;
+                let out = self.sequence(nl, m);
+                self.depth -= 1;
+                return out;
+            }
+            return Some((Value::Null, nl));
+        }
+        let col = line.len() - rest.trim_start_matches(' ').len();
+        self.enter()?;
+        let out = self.inline(li, col, m);
+        self.depth -= 1;
+        out
+    }
+
+    /// A block sequence whose entries start with `-` at column `s`.
+    fn sequence(&mut self, mut li: usize, s: usize) -> Option<(Value, usize)> {
+        let mut items = Vec::new();
+        loop {
+            let line = self.lines[li];
+            let rest = &line[s + 1..];
+            let (item, next) = if only_comment(rest) {
+                match self.next_content(li + 1) {
+                    None => (Value::Null, self.end),
+                    Some(nl) => {
+                        let ind = indent(self.lines[nl]);
+                        if ind > s {
+                            self.node(nl, ind, s)?
+                        } else {
+                            (Value::Null, nl)
+                        }
+                    }
+                }
+            } else {
+                let col = line.len() - rest.trim_start_matches(' ').len();
+                self.node(li, col, s)?
+            };
+            items.push(item);
+            let Some(nl) = self.next_content(next) else {
+                return Some((Value::Array(items), self.end));
+            };
+            let l = self.lines[nl];
+            let ind = indent(l);
+            if ind == s && is_entry(&l[s..]) {
+                li = nl;
+                continue;
+            }
+            if ind <= s {
+                return Some((Value::Array(items), nl));
+            }
+            return give_up();
+        }
+    }
+
+    /// A scalar or flow collection at `(li, col)`, inside a block indented at `parent`.
+    /// Returns the value and the first line after it.
+    fn inline(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+        let line = self.lines[li];
+        let s = &line[col..];
+        let b = s.as_bytes();
+        match b[0] {
+            b'|' => self.literal(li, col, parent),
+            b'"' | b'\'' => self.quoted(li, col, parent),
+            b'[' | b'{' => {
+                let mut f = Flow {
+                    s: line,
+                    pos: col,
+                    depth: self.depth,
+                };
+                let v = f.node()?;
+                only_comment(&line[f.pos..]).then_some((v, li + 1))
+            }
+            b'>' | b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b']' | b'}' | b',' | b'#' => None,
+            b'-' | b'?' | b':' if matches!(b.get(1), None | Some(b' ')) => None,
+            _ => self.plain(li, col, parent),
+        }
+    }
+
+    /// A plain scalar, possibly folded over more-indented lines.
+    fn plain(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+        let (first, commented) = plain_line(&self.lines[li][col..])?;
+        if commented {
+            // A comment ends the scalar; a continuation line would be an error.
+            return Some((resolve_plain(first)?, li + 1));
+        }
+        let mut folded: Option<String> = None;
+        let mut breaks = 0usize;
+        let mut next = li + 1;
+        for i in li + 1..self.end {
+            let l = self.lines[i];
+            let t = l.trim_start_matches(' ');
+            if t.is_empty() {
+                breaks += 1;
+                continue;
+            }
+            if l.len() - t.len() <= parent || t.starts_with('#') {
+                break;
+            }
+            // A continuation line may start with any indicator but a block one.
+            if is_entry(t) || t.starts_with("? ") || t == "?" {
+                return give_up();
+            }
+            let (t, commented) = plain_line(t)?;
+            if commented {
+                return give_up();
+            }
+            let buf = folded.get_or_insert_with(|| first.to_string());
+            if breaks == 0 {
+                buf.push(' ');
+            }
+            for _ in 0..breaks {
+                buf.push('\n');
+            }
+            buf.push_str(t);
+            breaks = 0;
+            next = i + 1;
+        }
+        match folded {
+            None => Some((resolve_plain(first)?, li + 1)),
+            Some(buf) => Some((resolve_plain(&buf)?, next)),
+        }
+    }
+
+    /// A single- or double-quoted scalar starting at `(li, col)`, possibly over several lines.
+    fn quoted(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+        let line = self.lines[li];
+        if let Some((v, close)) = quoted_in_line(&line[col..]) {
+            return only_comment(&line[col + close..]).then_some((Value::String(v), li + 1));
+        }
+        let double = line.as_bytes()[col] == b'"';
+        let mut buf = String::new();
+        let mut q = Quoted {
+            double,
+            buf: &mut buf,
+            ws_start: None,
+            ended_escaped: false,
+        };
+        // The first line has no closing quote: it ends with a line break.
+        if q.push_line(&line[col + 1..])?.is_ok() {
+            return give_up();
+        }
+        let mut escaped_break = q.ended_escaped;
+        let mut i = li + 1;
+        loop {
+            if i >= self.end {
+                return give_up();
+            }
+            let l = self.lines[i];
+            let t = l.trim_start_matches(' ');
+            if t.is_empty() {
+                q.buf.push('\n');
+                i += 1;
+                // An empty line after a break: the break itself is dropped.
+                escaped_break = true;
+                continue;
+            }
+            if l.len() - t.len() <= parent {
+                return give_up();
+            }
+            if !escaped_break {
+                q.buf.push(' ');
+            }
+            match q.push_line(t)? {
+                Ok(close) => {
+                    let after = &t[close..];
+                    return only_comment(after).then_some((Value::String(buf), i + 1));
+                }
+                Err(()) => {
+                    escaped_break = q.ended_escaped;
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// A literal block scalar (`|` or `|-`) whose header is at `(li, col)`.
+    fn literal(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+        let header = &self.lines[li][col + 1..];
+        let (chomp, rest) = match header.as_bytes().first() {
+            Some(b'-') => (Chomp::Strip, &header[1..]),
+            Some(b'+') => (Chomp::Keep, &header[1..]),
+            _ => (Chomp::Clip, header),
+        };
+        if !only_comment(rest) {
+            return give_up();
+        }
+        let mut i = li + 1;
+        let mut leading = 0usize;
+        while i < self.end && self.lines[i].trim_start_matches(' ').is_empty() {
+            if self.lines[i].len() > parent {
+                return give_up();
+            }
+            leading += 1;
+            i += 1;
+        }
+        if i == self.end || indent(self.lines[i]) <= parent {
+            // An empty scalar.
+            if leading > 0 || chomp == Chomp::Keep {
+                return give_up();
+            }
+            return Some((Value::String(String::new()), i));
+        }
+        let n = indent(self.lines[i]);
+        let mut buf = "\n".repeat(leading);
+        let mut empties = 0usize;
+        let mut first = true;
+        while i < self.end {
+            let l = self.lines[i];
+            if l.trim_start_matches(' ').is_empty() {
+                if l.len() > n {
+                    return give_up();
+                }
+                empties += 1;
+                i += 1;
+                continue;
+            }
+            if indent(l) < n {
+                break;
+            }
+            if !first {
+                buf.push('\n');
+            }
+            for _ in 0..empties {
+                buf.push('\n');
+            }
+            empties = 0;
+            first = false;
+            buf.push_str(&l[n..]);
+            i += 1;
+        }
+        match chomp {
+            Chomp::Strip => {}
+            Chomp::Clip => buf.push('\n'),
+            Chomp::Keep => {
+                for _ in 0..=empties {
+                    buf.push('\n');
+                }
+            }
+        }
+        Some((Value::String(buf), i))
+    }
+}
+
+/// Block scalar chomping: `|-`, `|`, `|+`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chomp {
+    Strip,
+    Clip,
+    Keep,
+}
+
+/// The content of one line of a plain scalar: up to a comment, without trailing spaces, and
+/// whether a comment followed. `None` when the line holds `: ` or ends with `:` (a mapping
+/// where none may be).
+fn plain_line(s: &str) -> Option<(&str, bool)> {
+    let b = s.as_bytes();
+    for i in 0..b.len() {
+        match b[i] {
+            b'#' if i > 0 && b[i - 1] == b' ' => {
+                return Some((s[..i].trim_end_matches(' '), true));
+            }
+            b':' if matches!(b.get(i + 1), None | Some(b' ')) => return give_up(),
+            _ => {}
+        }
+    }
+    Some((s.trim_end_matches(' '), false))
+}
+
+/// A quoted scalar that closes on the same line: its value and the offset just after the
+/// closing quote. `s` starts with the opening quote.
+fn quoted_in_line(s: &str) -> Option<(String, usize)> {
+    let double = s.as_bytes()[0] == b'"';
+    let mut buf = String::new();
+    let mut q = Quoted {
+        double,
+        buf: &mut buf,
+        ws_start: None,
+        ended_escaped: false,
+    };
+    match q.push_line(&s[1..])? {
+        Ok(close) => Some((buf, close + 1)),
+        Err(()) => None,
+    }
+}
+
+/// Accumulates the content of a quoted scalar line by line.
+struct Quoted<'b> {
+    double: bool,
+    buf: &'b mut String,
+    /// Where the current run of literal trailing spaces starts in `buf`.
+    ws_start: Option<usize>,
+    /// Whether the last line pushed ended with an escaped line break.
+    ended_escaped: bool,
+}
+
+impl Quoted<'_> {
+    /// Appends one line (after the opening quote, or a continuation line without its
+    /// indentation). `Ok(Ok(i))`: the quote closed, `i` is the offset just after it in `line`.
+    /// `Ok(Err(()))`: the line ended inside the scalar (trailing literal spaces are dropped;
+    /// `ended_escaped` tells whether it ended with an escaped line break). `None`: give up.
+    fn push_line(&mut self, line: &str) -> Option<Result<usize, ()>> {
+        self.ended_escaped = false;
+        self.ws_start = None;
+        let mut chars = line.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\'' if !self.double => {
+                    if line[i + 1..].starts_with('\'') {
+                        chars.next();
+                        self.push('\'');
+                    } else {
+                        return Some(Ok(i + 1));
+                    }
+                }
+                '"' if self.double => return Some(Ok(i + 1)),
+                '\\' if self.double => {
+                    let Some((_, e)) = chars.next() else {
+                        // An escaped line break: no folding space, spaces before it stay.
+                        self.ended_escaped = true;
+                        return Some(Err(()));
+                    };
+                    let unescaped = match e {
+                        '0' => '\0',
+                        'a' => '\u{7}',
+                        'b' => '\u{8}',
+                        't' => '\t',
+                        'n' => '\n',
+                        'v' => '\u{b}',
+                        'f' => '\u{c}',
+                        'r' => '\r',
+                        'e' => '\u{1b}',
+                        ' ' => ' ',
+                        '"' => '"',
+                        '/' => '/',
+                        '\\' => '\\',
+                        'N' => '\u{85}',
+                        '_' => '\u{a0}',
+                        'L' => '\u{2028}',
+                        'P' => '\u{2029}',
+                        'x' | 'u' | 'U' => {
+                            let len = match e {
+                                'x' => 2,
+                                'u' => 4,
+                                _ => 8,
+                            };
+                            let start = i + 2;
+                            let hex = line.get(start..start + len)?;
+                            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                                return give_up();
+                            }
+                            for _ in 0..len {
+                                chars.next();
+                            }
+                            char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+                        }
+                        _ => return give_up(),
+                    };
+                    self.push(unescaped);
+                }
+                ' ' => {
+                    if self.ws_start.is_none() {
+                        self.ws_start = Some(self.buf.len());
+                    }
+                    self.buf.push(' ');
+                }
+                _ => self.push(c),
+            }
+        }
+        if let Some(w) = self.ws_start {
+            self.buf.truncate(w);
+        }
+        Some(Err(()))
+    }
+
+    fn push(&mut self, c: char) {
+        self.ws_start = None;
+        self.buf.push(c);
+    }
+}
+
+/// A flow collection (`[...]`, `{...}`) that ends on its line.
+struct Flow<'s> {
+    s: &'s str,
+    pos: usize,
+    depth: usize,
+}
+
+impl Flow<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.as_bytes().get(self.pos).copied()
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.pos += 1;
+        }
+    }
+
+    fn node(&mut self) -> Option<Value> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return give_up();
+        }
+        let v = match self.peek()? {
+            b'[' => self.sequence(),
+            b'{' => self.mapping(),
+            b'"' | b'\'' => self.quoted(),
+            _ => {
+                let text = self.plain()?;
+                resolve_plain(text)
+            }
+        };
+        self.depth -= 1;
+        v
+    }
+
+    fn quoted(&mut self) -> Option<Value> {
+        let (v, close) = quoted_in_line(&self.s[self.pos..])?;
+        self.pos += close;
+        Some(Value::String(v))
+    }
+
+    /// A plain scalar in flow context: up to `,`, a bracket, or a comment. Any `:` gives up.
+    fn plain(&mut self) -> Option<&str> {
+        let b = self.s.as_bytes();
+        let start = self.pos;
+        match b[start] {
+            b'-' | b'?' if matches!(b.get(start + 1), None | Some(b' ' | b',' | b']' | b'}')) => {
+                return give_up();
+            }
+            b'#' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b':' | b',' | b']'
+            | b'}' => return give_up(),
+            _ => {}
+        }
+        let mut i = start;
+        while i < b.len() {
+            match b[i] {
+                b',' | b'[' | b']' | b'{' | b'}' => break,
+                b':' => return give_up(),
+                b'#' if b[i - 1] == b' ' => return give_up(),
+                _ => i += 1,
+            }
+        }
+        self.pos = i;
+        Some(self.s[start..i].trim_end_matches(' '))
+    }
+
+    fn sequence(&mut self) -> Option<Value> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_spaces();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(Value::Array(items));
+        }
+        loop {
+            self.skip_spaces();
+            items.push(self.node()?);
+            self.skip_spaces();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_spaces();
+                    if self.peek()? == b']' {
+                        return give_up();
+                    }
+                }
+                b']' => {
+                    self.pos += 1;
+                    return Some(Value::Array(items));
+                }
+                _ => return give_up(),
+            }
+        }
+    }
+
+    fn mapping(&mut self) -> Option<Value> {
+        self.pos += 1;
+        let mut map = Map::new();
+        self.skip_spaces();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(Value::Object(map));
+        }
+        loop {
+            self.skip_spaces();
+            let key = match self.peek()? {
+                b'"' | b'\'' => {
+                    let (k, close) = quoted_in_line(&self.s[self.pos..])?;
+                    self.pos += close;
+                    if k.chars().count() > MAX_KEY_CHARS {
+                        return give_up();
+                    }
+                    k
+                }
+                _ => {
+                    let b = self.s.as_bytes();
+                    let start = self.pos;
+                    if !b[start].is_ascii_alphanumeric() {
+                        return give_up();
+                    }
+                    let mut i = start;
+                    while i < b.len() && !matches!(b[i], b':' | b',' | b'[' | b']' | b'{' | b'}') {
+                        if b[i] == b'#' && b[i - 1] == b' ' {
+                            return give_up();
+                        }
+                        i += 1;
+                    }
+                    self.pos = i;
+                    let k = self.s[start..i].trim_end_matches(' ');
+                    if matches!(k, "null" | "Null" | "NULL") || k.len() < i - start {
+                        return give_up();
+                    }
+                    if k.len() > MAX_KEY_CHARS {
+                        return give_up();
+                    }
+                    k.to_string()
+                }
+            };
+            if self.peek()? != b':' || self.s.as_bytes().get(self.pos + 1) != Some(&b' ') {
+                return give_up();
+            }
+            self.pos += 1;
+            self.skip_spaces();
+            if matches!(self.peek()?, b',' | b'}') {
+                return give_up();
+            }
+            let value = self.node()?;
+            if map.contains_key(&key) {
+                return give_up();
+            }
+            map.insert(key, value);
+            self.skip_spaces();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_spaces();
+                    if self.peek()? == b'}' {
+                        return give_up();
+                    }
+                }
+                b'}' => {
+                    self.pos += 1;
+                    return Some(Value::Object(map));
+                }
+                _ => return give_up(),
+            }
+        }
+    }
+}
+
+/// Resolves a plain scalar as serde-saphyr does for an untyped value with
+/// `legacy_octal_numbers`: null, YAML 1.1 boolean, integer (signed, unsigned, `0x`, `0o`,
+/// `0b`, leading-zero octal, `_` separators), float, else string. `None` for a non-finite
+/// float, which serde-saphyr rejects.
+fn resolve_plain(s: &str) -> Option<Value> {
+    let Some(&first) = s.as_bytes().first() else {
+        return Some(Value::Null);
+    };
+    if first.is_ascii_alphabetic() {
+        if matches!(s, "null" | "Null" | "NULL") {
+            return Some(Value::Null);
+        }
+        return Some(match yaml11_bool(s) {
+            Some(b) => Value::Bool(b),
+            None => Value::String(s.to_string()),
+        });
+    }
+    if s == "~" {
+        return Some(Value::Null);
+    }
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if matches!(unsigned.as_bytes(), [b'0', b'X' | b'O' | b'B', ..])
+        || (unsigned.len() < s.len() && matches!(unsigned, ".nan" | ".NaN" | ".NAN"))
+    {
+        return Some(Value::String(s.to_string()));
+    }
+    if let Some(rest) = s.strip_prefix('-') {
+        if let Some(v) = int_magnitude(rest).and_then(|m| neg_i64(m)) {
+            return Some(Value::from(v));
+        }
+    } else if let Some(v) = int_magnitude(unsigned).and_then(|m| u64::try_from(m).ok()) {
+        return Some(Value::from(v));
+    }
+    if matches!(
+        unsigned,
+        ".nan" | ".NaN" | ".NAN" | ".inf" | ".Inf" | ".INF"
+    ) {
+        return give_up();
+    }
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() => Number::from_f64(f).map(Value::Number),
+        Ok(_) if unsigned.as_bytes().first().is_some_and(u8::is_ascii_digit) => None,
+        _ => Some(Value::String(s.to_string())),
+    }
+}
+
+fn neg_i64(magnitude: u128) -> Option<i64> {
+    let m = i128::try_from(magnitude).ok()?;
+    i64::try_from(-m).ok()
+}
+
+fn yaml11_bool(s: &str) -> Option<bool> {
+    const TRUE: [&str; 4] = ["true", "yes", "y", "on"];
+    const FALSE: [&str; 4] = ["false", "no", "n", "off"];
+    if s.len() > 5 {
+        return None;
+    }
+    if TRUE.iter().any(|t| s.eq_ignore_ascii_case(t)) {
+        Some(true)
+    } else if FALSE.iter().any(|t| s.eq_ignore_ascii_case(t)) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The magnitude of an integer without its sign, YAML 1.1 style: `0x`, `0o`, `0b` prefixes,
+/// a leading `0` for octal, `_` between digits.
+fn int_magnitude(rest: &str) -> Option<u128> {
+    let strip = |d: &'_ str| -> String { d.strip_prefix('_').unwrap_or(d).to_string() };
+    let (radix, digits) = if let Some(r) = rest.strip_prefix("0x") {
+        (16, strip(r))
+    } else if let Some(r) = rest.strip_prefix("0o") {
+        (8, strip(r))
+    } else if let Some(r) = rest.strip_prefix("0b") {
+        (2, strip(r))
+    } else if rest == "0" {
+        (8, "0".to_string())
+    } else if let Some(r) = rest.strip_prefix('0') {
+        (8, strip(r))
+    } else {
+        (10, rest.to_string())
+    };
+    let bytes = digits.as_bytes();
+    let mut value: u128 = 0;
+    let mut saw = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        let d = match b {
+            b'_' => {
+                if i == 0 || bytes[i - 1] == b'_' || i + 1 == bytes.len() || bytes[i + 1] == b'_' {
+                    return None;
+                }
+                continue;
+            }
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'a'..=b'f' => u32::from(b - b'a') + 10,
+            b'A'..=b'F' => u32::from(b - b'A') + 10,
+            _ => return give_up(),
+        };
+        if d >= radix {
+            return None;
+        }
+        value = value
+            .checked_mul(u128::from(radix))?
+            .checked_add(u128::from(d))?;
+        saw = true;
+    }
+    saw.then_some(value)
+}
+
+#[cfg(test)]
+mod tests;

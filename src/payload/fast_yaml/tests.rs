@@ -1,0 +1,309 @@
+//! The fast path must agree with serde-saphyr: for every input it either gives up (`None`) or
+//! returns exactly serde-saphyr's documents, values, key order and start lines. Checked on
+//! hand-written edge cases, on every manifest of the corpus, and on random mutations of them.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use std::cell::Cell;
+
+use super::parse_stream;
+use crate::payload::parse::saphyr_documents;
+
+thread_local! {
+    /// The source line of the last `give_up()`, to say why a file is not taken.
+    pub(super) static GAVE_UP_AT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Asserts the fast path agrees with serde-saphyr on `text`; returns whether it took it.
+fn agrees(text: &str) -> bool {
+    let Some(fast) = parse_stream(text) else {
+        return false;
+    };
+    match saphyr_documents(text) {
+        Ok(reference) => {
+            let render = |docs: &[(usize, serde_json::Value)]| -> Vec<(usize, String)> {
+                docs.iter()
+                    .map(|(l, v)| (*l, serde_json::to_string(v).expect("serializes")))
+                    .collect()
+            };
+            assert_eq!(render(&fast), render(&reference), "input: {text:?}");
+            assert_eq!(fast, reference, "input: {text:?}");
+        }
+        Err(e) => panic!("the fast path accepted what serde-saphyr rejects ({e}): {text:?}"),
+    }
+    true
+}
+
+/// Inputs the fast path must take (and get right).
+const FAST: &[&str] = &[
+    "a: 1",
+    "1: a\nyes: b\non: c\nY: d",
+    "a: 09\nb: 00\nc: 0x_1f\nd: 0X1F\ne: -.nan\nf: -inf\ng: 017\nh: -017\ni: 0o17\nj: 0b101",
+    "a: 1.\nb: .5\nc: 5e\nd: -0\ne: 99999999999999999999\nf: -9223372036854775809\ng: 1_000\nh: +\ni: +12",
+    "a: Y\nb: n\nc: off\nd: TRUE\ne: ~\nf: null\ng:\nh: ''\ni: \"\"\nj: NULL\nk: nil",
+    "a: |\n  x",
+    "a: |\n\n  x\n",
+    "a: |\n  x\n\n",
+    "a: |-\n  x\n",
+    "a: |\n",
+    "a: |\nb: 1",
+    "a: |\n    x\n  \n    y\n",
+    "a: |\n  # not a comment\n  x\n",
+    "a: |\n    x\n  # comment\nb: 1\n",
+    "a: b\n  c\n\n  d",
+    "a: 'x\n  y\n\n  z'",
+    "k: 'a\n\n\n  b'",
+    "a: \"x\\\n  y\"",
+    "a: \"x \\\n  y\"",
+    "a: \"x\n\n  y\"",
+    "a: 'it''s'",
+    "a: \"\\u00e9\\x41\\U0001F600\"",
+    "a: \"\\t\\0\\a\\b\\v\\f\\r\\ \\\"\\\\\\_\\L\\P\\/\\e\\N\"",
+    "a:\n- b\n- c",
+    "a:\n  - x\n  -\n  - y",
+    "a: {b: c, d: [1, 2, {e: f}]}\ng: []\nh: {}",
+    "a: b # c\nd: b#c\ne: 'x'  # c\nf:   \n",
+    "\"a\": 1\n'b': 2",
+    "x: 1\n---\n---\n# only a comment\n---\ny: 2\n",
+    "# header\n--- # c\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    "a:\n- b: 1\n  c: 2\n- - x\n  - y\n-   d: 3\n    e: 4\nf: 5",
+    "a:\n  b:\n    c:\n      - d\n      - e: |\n          text\n        f: g\n  h: i",
+    "a: http://x:80/y\nb: a :b\nc: -v=2\nd: ?x\ne: :x",
+    "a: caf\u{e9} \u{1F600}",
+    "  a: 1\n  b: 2\n",
+];
+
+/// Inputs of all kinds: the fast path may give up, but must never disagree.
+const ANY: &[&str] = &[
+    "a: b\n  - c",
+    "a: b\n  -c",
+    "a: b\n  ? c",
+    "a: b\n  :c",
+    "a: b\n  [c",
+    "a: b\n  ]c",
+    "a: b\n  {c}",
+    "a: b\n  'c' d",
+    "a: b\n  \"c",
+    "a: b\n  &c",
+    "a: b\n  *c",
+    "a: b\n  !c",
+    "a: b\n  |c",
+    "a: b\n  >c",
+    "a: b\n  %c",
+    "a: b\n  @c",
+    "a: b\n  `c",
+    "a: b\n  ,c",
+    "- b\n  - c",
+    "- a",
+    "a: b # c\n  d",
+    "a: b\n  c # d\n  e",
+    "a: |+\n  keep\n\n\nb: 1",
+    "a: |+\n  keep\n\n",
+    "a: |+\n  keep",
+    "null: c",
+    "~: d",
+    "a: .inf",
+    "a: .nan",
+    "a: 1e999",
+    "a: - b",
+    "a: -",
+    "a: - 1",
+    "a: x\n # c\n  y",
+    "? a\n: b",
+    "a: |\n   x\n  y",
+    "a: |\n  x\n     \n",
+    "a: [b, c,]",
+    "a: [a:b]",
+    "a: [http://x]",
+    "a: b\nb: c\na: d",
+    "a: {b: 1, b: 2}",
+    "a: &x 1\nb: *x",
+    "a: !!str 1",
+    "<<: {a: 1}",
+    "a: >\n  folded\n  text\n",
+    "a: |+\n  keep\n\n",
+    "a: |2\n   x\n",
+    "%YAML 1.2\n---\na: 1",
+    "a: 1\n...\n",
+    "a:\tb",
+    "a: b\r\n",
+    "\u{feff}a: 1",
+    "a: \"unterminated\n",
+    "a: 'x'y",
+    "a: \"\\q\"",
+    "a: \"\\ud800\"",
+    "a:\n  b: 1\n   c: 2",
+    "a:\n    - x\n  b: 1",
+    "a: b: c",
+    "a: b\n  c: d",
+    "- a\nb: c",
+    "a: 1\n- b",
+    "[a]: b",
+    "just a string",
+    "null",
+    "---\n---\n",
+    "",
+    "a: \"x\n---\ny\"",
+    "a: 'x\ny'",
+    "a:\n  'x\n  y'",
+    "a: [1,\n  2]",
+    "a: {b: }",
+    "a: {b : c}",
+    "a: {\"b\": c}",
+    "a: {yes: 1, 2: 3}",
+];
+
+#[test]
+fn fast_path_takes_and_agrees_on_common_yaml() {
+    for text in FAST {
+        assert!(agrees(text), "the fast path gave up on {text:?}");
+    }
+}
+
+#[test]
+fn fast_path_never_disagrees_on_edge_cases() {
+    for text in ANY {
+        agrees(text);
+    }
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for base in [root.join("payload"), root.join("../shared/payloads")] {
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            dirs.push(e.path().join("release-manifests"));
+            dirs.push(e.path().join("manifests"));
+        }
+    }
+    let mut files = Vec::new();
+    for d in dirs {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension()
+                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+            {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn fast_path_agrees_on_the_whole_corpus_and_covers_most_of_it() {
+    let files = corpus_files();
+    assert!(files.len() > 400, "corpus not found: {} files", files.len());
+    let (mut fast_bytes, mut all_bytes) = (0usize, 0usize);
+    let mut slow = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("reads");
+        if text.trim_start().starts_with('{') {
+            continue;
+        }
+        all_bytes += text.len();
+        if agrees(&text) {
+            fast_bytes += text.len();
+        } else {
+            let name = f.file_name().map(|n| n.to_string_lossy().to_string());
+            slow.push((name, GAVE_UP_AT.get()));
+        }
+    }
+    // The fast path is only worth having if it takes nearly all of a real payload.
+    assert!(
+        fast_bytes * 100 >= all_bytes * 95,
+        "fast path took {fast_bytes} of {all_bytes} bytes; gave up on {slow:?}"
+    );
+}
+
+/// Documents to mutate: one of each construct the fast path handles.
+const SEEDS: &[&str] = &[
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n  namespace: b\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\nspec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n      - name: c\n        args: [\"--v=2\", x]\n        env:\n        - name: A\n          value: 'q''s'\n      volumes:\n      - configMap:\n          defaultMode: 0644\n",
+    "a:\n  description: a long plain\n    scalar folded\n\n    over lines\n  rule: 'self.x ? y\n    : z'\n  b: |-\n    line 1\n      line 2\n\n    line 3\n  c: \"esc\\\n    aped \\u00e9\"\n---\nd:\n- - 1\n  - {e: f, g: [h, 'i']}\n- k: ~\n  l:\n  - m\n",
+];
+
+fn mutate(seed: &str, edits: &[(usize, usize, u8)]) -> String {
+    const INSERTS: &[&str] = &[
+        " ", "  ", "\n", "-", "- ", ":", ": ", "#", " #", "'", "\"", "\\", "|", "|-", ">", "[",
+        "]", "{", "}", ",", "&a ", "*a", "!", "?", "---\n", "...", "0", "1.5", "~", "yes", "\n  ",
+    ];
+    let mut s = seed.as_bytes().to_vec();
+    for &(pos, len, what) in edits {
+        let pos = pos % (s.len() + 1);
+        match what % 3 {
+            0 => {
+                let ins = INSERTS[usize::from(what) % INSERTS.len()].as_bytes();
+                s.splice(pos..pos, ins.iter().copied());
+            }
+            1 => {
+                let end = (pos + len % 8).min(s.len());
+                s.drain(pos..end);
+            }
+            _ => {
+                // Re-indent the line holding `pos`.
+                let start = s[..pos]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                if len % 2 == 0 {
+                    s.insert(start, b' ');
+                } else if s.get(start) == Some(&b' ') {
+                    s.remove(start);
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&s).into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_path_never_disagrees_on_mutated_manifests(
+        seed in 0..SEEDS.len(),
+        edits in proptest::collection::vec((0usize..4096, 0usize..16, any::<u8>()), 1..4),
+    ) {
+        agrees(&mutate(SEEDS[seed], &edits));
+    }
+}
+
+/// The mutation test has teeth only if the fast path takes a fair share of the mutants: a
+/// fast path that gave up on everything would pass it trivially.
+#[test]
+fn fast_path_takes_a_fair_share_of_mutants_and_agrees_on_all() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let total = 10_000;
+    let mut taken = 0;
+    for _ in 0..total {
+        let seed = usize::try_from(next() % SEEDS.len() as u64).expect("small");
+        let edits: Vec<(usize, usize, u8)> = (0..1 + next() % 3)
+            .map(|_| {
+                let [a, b, c, ..] = next().to_le_bytes();
+                (usize::from(a) << 4 | usize::from(b), usize::from(b % 16), c)
+            })
+            .collect();
+        if agrees(&mutate(SEEDS[seed], &edits)) {
+            taken += 1;
+        }
+    }
+    assert!(
+        taken * 5 >= total,
+        "the fast path took only {taken} of {total} mutants"
+    );
+}
