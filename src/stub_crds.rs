@@ -20,7 +20,7 @@
 //! Kinds that cannot be stubbed (the core or a dot-less group, a group/kind the cluster or a
 //! payload CRD serves in other versions only) are an error that names them.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -338,29 +338,166 @@ pub async fn missing_kinds(
 pub struct StubReport {
     /// The stubs installed (or already present), by CRD name, with the kind they serve.
     pub installed: Vec<(String, String)>,
+    /// Namespaces created because the payloads use them but create them nowhere.
+    pub namespaces: Vec<String>,
 }
 
-/// Checks the kinds of `plans` before a run. Without `stub`, any missing kind is a
-/// [`StubError::Missing`] listing them all. With `stub`, installs a stub CRD per missing
-/// group/kind, waits until each is Established and served, and reports them.
+/// What stand-ins [`ensure`] may install.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StandIns {
+    /// A permissive CRD per missing kind (`--stub-missing-crds`).
+    pub crds: bool,
+    /// A Namespace per namespace the payloads use but create nowhere, and the cluster lacks
+    /// (`--create-missing-namespaces`). On OpenShift the installer and operators create them.
+    pub namespaces: bool,
+}
+
+fn discovery_error(source: RequestError) -> StubError {
+    StubError::Request {
+        what: "discovery".into(),
+        source,
+    }
+}
+
+/// Checks the kinds of `plans` before a run. A kind nothing serves is a
+/// [`StubError::Missing`] listing them all, unless `stand_ins.crds`: then a stub CRD is
+/// installed per missing group/kind, and each is waited on until Established and served.
+/// With `stand_ins.namespaces`, missing namespaces are created as well.
 ///
 /// # Errors
 /// [`StubError`] as above, or a request error.
 pub async fn ensure(
     client: &Client,
     plans: &[&Plan],
-    stub: bool,
+    stand_ins: StandIns,
     timeout: Duration,
 ) -> Result<StubReport, StubError> {
     let discovery = Discovery::new(client.clone(), timeout);
-    discovery
-        .prime()
+    discovery.prime().await.map_err(discovery_error)?;
+    let mut report = install_stubs(client, &discovery, plans, stand_ins.crds, timeout).await?;
+    if stand_ins.namespaces {
+        // Stubs are served now; a fresh cache sees them.
+        let discovery = Discovery::new(client.clone(), timeout);
+        discovery.prime().await.map_err(discovery_error)?;
+        report.namespaces = create_missing_namespaces(client, &discovery, plans, timeout).await?;
+    }
+    Ok(report)
+}
+
+/// The label on namespaces created by [`ensure`].
+pub const STUB_NAMESPACE_LABEL: &str = "minicvo.openshift.io/stub-namespace";
+
+/// Namespaces that namespaced objects of `plans` live in, that no Namespace task of the plans
+/// creates, in order of first use.
+///
+/// # Errors
+/// A discovery request error.
+pub async fn needed_namespaces(
+    discovery: &Discovery,
+    plans: &[&Plan],
+) -> Result<Vec<String>, RequestError> {
+    let mut created: HashSet<&str> = HashSet::new();
+    let mut crd_kinds: HashMap<Gvk, bool> = HashMap::new();
+    for p in plans {
+        for t in &p.tasks {
+            if !matches!(t.action, Action::Apply | Action::CreateOnly) {
+                continue;
+            }
+            if t.manifest.id.group.is_empty() && t.manifest.id.kind == "Namespace" {
+                created.insert(t.manifest.id.name.as_str());
+            }
+            if t.manifest.is_crd() {
+                for (gvk, r) in served_kinds(&t.manifest.object) {
+                    crd_kinds.insert(gvk, r.namespaced);
+                }
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for p in plans {
+        for t in &p.tasks {
+            if !matches!(t.action, Action::Apply | Action::CreateOnly) {
+                continue;
+            }
+            let m = &t.manifest;
+            let Some(ns) = m.id.namespace.as_deref() else {
+                continue;
+            };
+            if created.contains(ns) || out.iter().any(|o| o == ns) {
+                continue;
+            }
+            let key = (
+                m.id.group.clone(),
+                m.version().to_string(),
+                m.id.kind.clone(),
+            );
+            let namespaced = match crd_kinds.get(&key) {
+                Some(n) => *n,
+                None => discovery
+                    .resolve(&key.0, &key.1, &key.2)
+                    .await?
+                    .is_none_or(|r| r.namespaced),
+            };
+            if namespaced {
+                out.push(ns.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn create_missing_namespaces(
+    client: &Client,
+    discovery: &Discovery,
+    plans: &[&Plan],
+    timeout: Duration,
+) -> Result<Vec<String>, StubError> {
+    let needed = needed_namespaces(discovery, plans)
         .await
-        .map_err(|source| StubError::Request {
-            what: "discovery".into(),
-            source,
-        })?;
-    let missing = missing_kinds(&discovery, plans)
+        .map_err(discovery_error)?;
+    let mut created = Vec::new();
+    for ns in needed {
+        let existing = watch::get(client, "/api/v1/namespaces", &ns, timeout)
+            .await
+            .map_err(|source| StubError::Request {
+                what: format!("reading namespace {ns}"),
+                source,
+            })?;
+        if existing.is_some() {
+            continue;
+        }
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": ns, "labels": {STUB_NAMESPACE_LABEL: "true"}}});
+        let req = Request::new("/api/v1/namespaces")
+            .patch(
+                &ns,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .map_err(|e| StubError::Request {
+                what: format!("namespace {ns}"),
+                source: RequestError::Build(e.to_string()),
+            })?;
+        request::send(client, req, timeout)
+            .await
+            .map_err(|source| StubError::Request {
+                what: format!("creating namespace {ns}"),
+                source,
+            })?;
+        tracing::info!("namespace {ns} created: the payloads use it but create it nowhere");
+        created.push(ns);
+    }
+    Ok(created)
+}
+
+async fn install_stubs(
+    client: &Client,
+    discovery: &Discovery,
+    plans: &[&Plan],
+    stub: bool,
+    timeout: Duration,
+) -> Result<StubReport, StubError> {
+    let missing = missing_kinds(discovery, plans)
         .await
         .map_err(|source| StubError::Request {
             what: "discovery".into(),

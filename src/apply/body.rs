@@ -27,6 +27,7 @@ pub fn request_body(object: &Value, namespace: Option<&str>) -> Value {
     let mut body = object.clone();
     if let Some(map) = body.as_object_mut() {
         map.remove("status");
+        typed_zero_values(map);
         let meta = map
             .entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -45,6 +46,77 @@ pub fn request_body(object: &Value, namespace: Option<&str>) -> Value {
         }
     }
     body
+}
+
+/// Fields the CVO's typed Go clients always send, because openshift/api declares them
+/// without `omitempty`: a manifest that leaves them out still reaches the API server with
+/// them (`null` slices and pointers, `false` booleans, an empty `spec`). The CRDs of those
+/// kinds list the fields as required (and nullable), so a manifest sent as written would be
+/// rejected ("spec: Required value", "priority: Required value").
+const TYPED_FIELDS: &[TypedFields] = &[
+    // ClusterOperatorSpec has no omitempty: precreation sends `spec: {}`.
+    (
+        "config.openshift.io",
+        "ClusterOperator",
+        &[("spec", Zero::Object)],
+    ),
+    (
+        "security.openshift.io",
+        "SecurityContextConstraints",
+        &[
+            ("priority", Zero::Null),
+            ("allowPrivilegedContainer", Zero::False),
+            ("defaultAddCapabilities", Zero::Null),
+            ("requiredDropCapabilities", Zero::Null),
+            ("allowedCapabilities", Zero::Null),
+            ("allowHostDirVolumePlugin", Zero::False),
+            ("volumes", Zero::Null),
+            ("allowHostNetwork", Zero::False),
+            ("allowHostPorts", Zero::False),
+            ("allowHostPID", Zero::False),
+            ("allowHostIPC", Zero::False),
+            ("readOnlyRootFilesystem", Zero::False),
+            ("users", Zero::Null),
+            ("groups", Zero::Null),
+        ],
+    ),
+];
+
+/// `(group, kind, fields with their zero values)`.
+type TypedFields = (&'static str, &'static str, &'static [(&'static str, Zero)]);
+
+/// The zero value a Go client sends for a field.
+#[derive(Debug, Clone, Copy)]
+enum Zero {
+    /// A nil slice or pointer.
+    Null,
+    /// A `false` bool.
+    False,
+    /// An empty struct.
+    Object,
+}
+
+/// Adds the [`TYPED_FIELDS`] a manifest leaves out.
+fn typed_zero_values(map: &mut Map<String, Value>) {
+    let group = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|a| a.rsplit_once('/'))
+        .map_or("", |(g, _)| g);
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let Some((_, _, fields)) = TYPED_FIELDS
+        .iter()
+        .find(|(g, k, _)| *g == group && *k == kind)
+    else {
+        return;
+    };
+    for (field, zero) in *fields {
+        map.entry(*field).or_insert_with(|| match zero {
+            Zero::Null => Value::Null,
+            Zero::Object => Value::Object(Map::new()),
+            Zero::False => Value::Bool(false),
+        });
+    }
 }
 
 /// The `resourceVersion` of an object.
@@ -136,6 +208,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn typed_clients_send_fields_without_omitempty() {
+        let co = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+            "metadata": {"name": "dns"}, "status": {"versions": []}});
+        let b = request_body(&co, None);
+        assert_eq!(b["spec"], json!({}));
+        assert!(b.get("status").is_none());
+        let scc = json!({"apiVersion": "security.openshift.io/v1",
+            "kind": "SecurityContextConstraints", "metadata": {"name": "x"},
+            "allowHostNetwork": true, "volumes": ["hostPath"]});
+        let b = request_body(&scc, None);
+        assert_eq!(b["allowHostNetwork"], true);
+        assert_eq!(b["volumes"], json!(["hostPath"]));
+        assert_eq!(b["priority"], Value::Null);
+        assert_eq!(b["allowHostPID"], false);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+        assert!(request_body(&cm, Some("ns")).get("spec").is_none());
+    }
 
     #[test]
     fn status_and_server_metadata_are_dropped() {

@@ -84,6 +84,14 @@ pub struct UpgradeArgs {
     /// their own CRDs serve (OpenShift kinds on plain Kubernetes).
     #[arg(long)]
     pub stub_missing_crds: bool,
+    /// Create namespaces the payloads put objects in but create nowhere (on OpenShift the
+    /// installer and operators create them).
+    #[arg(long)]
+    pub create_missing_namespaces: bool,
+    /// Delete every object of both payloads (and the stand-ins) before the install, so the
+    /// run starts from a clean slate; namespaces are waited on until gone.
+    #[arg(long)]
+    pub clean: bool,
     /// Script a simulated operator (repeatable); see below.
     #[arg(long = "simulate", value_name = "SPEC")]
     pub simulate: Vec<Spec>,
@@ -150,6 +158,8 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             substitute_placeholder: true,
         },
         stub_missing_crds: a.stub_missing_crds,
+        create_missing_namespaces: a.create_missing_namespaces,
+        clean: a.clean,
         specs: a.simulate.clone(),
         default_delay: a.delay,
         wait_available: a.wait_available,

@@ -263,10 +263,17 @@ fn reported_at(timeline: &Timeline, op: &simulate::OperatorSpec) -> Option<f64> 
         .map(|e| e.t)
 }
 
-/// The story check over the upgrade phase; `old` are the OLD payload's manifests, `new` the
-/// NEW plan.
+fn applies(t: &crate::plan::Task) -> bool {
+    matches!(
+        t.action,
+        crate::plan::Action::Apply | crate::plan::Action::CreateOnly
+    )
+}
+
+/// The story check over the upgrade phase: `old` is the plan that installed OLD (its
+/// workloads are the ones it applies), `new` the NEW plan.
 #[must_use]
-pub fn delete_before_workload_update(timeline: &Timeline, old: &[Manifest], new: &Plan) -> Check {
+pub fn delete_before_workload_update(timeline: &Timeline, old: &Plan, new: &Plan) -> Check {
     let mut check = Check::new(
         Some(Phase::Upgrade),
         STORY_CHECK,
@@ -274,16 +281,25 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &[Manifest], new:
          ClusterOperator reports the new version",
     );
     let bindings: Vec<&Manifest> = old
+        .tasks
         .iter()
-        .chain(new.tasks.iter().map(|t| &t.manifest))
+        .filter(|t| applies(t))
+        .chain(new.tasks.iter())
+        .map(|t| &t.manifest)
         .filter(|m| is_binding(m))
         .collect();
     let new_bindings: Vec<&Manifest> = new
         .tasks
         .iter()
-        .filter(|t| t.action != crate::plan::Action::Delete)
+        .filter(|t| applies(t))
         .map(|t| &t.manifest)
         .filter(|m| is_binding(m))
+        .collect();
+    let old_workloads: Vec<&Manifest> = old
+        .tasks
+        .iter()
+        .filter(|t| applies(t) && is_workload(&t.manifest))
+        .map(|t| &t.manifest)
         .collect();
     let operators = simulate::operators(new);
     for e in timeline
@@ -291,7 +307,7 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &[Manifest], new:
         .filter(|e| e.is_delete_issued())
     {
         let target = e.object_id();
-        for w in old.iter().filter(|m| is_workload(m)) {
+        for w in old_workloads.iter().copied() {
             let uses = direct_uses(w)
                 .into_iter()
                 .chain(binding_uses(w, bindings.iter().copied()));
@@ -319,7 +335,7 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &[Manifest], new:
                 .phase(Phase::Upgrade)
                 .find(|a| a.is_apply_done() && a.object_id() == w.id)
             {
-                None => problems.push(format!("{user} was never updated")),
+                None => problems.push(format!("{user} was not updated by the upgrade")),
                 Some(a) if a.t > e.t => {
                     problems.push(format!("before {user} was updated (at {:.3}s)", a.t))
                 }
@@ -346,7 +362,10 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &[Manifest], new:
                     )),
                 }
             }
-            if let Some(nw) = new.tasks.iter().find(|t| t.manifest.id == w.id)
+            if let Some(nw) = new
+                .tasks
+                .iter()
+                .find(|t| applies(t) && t.manifest.id == w.id)
                 && direct_uses(&nw.manifest)
                     .into_iter()
                     .chain(binding_uses(&nw.manifest, new_bindings.iter().copied()))
@@ -466,7 +485,7 @@ mod tests {
 
     #[test]
     fn the_fixed_payload_passes_every_check_in_load_order() {
-        let (old, _) = plan_of("payload/old", Mode::Initializing);
+        let (_, old) = plan_of("payload/old", Mode::Initializing);
         let (_, new) = plan_of("payload/new", Mode::Updating);
         let order: Vec<usize> = (0..new.tasks.len()).collect();
         let tl = serial_timeline(&new, Phase::Upgrade, &order);
@@ -484,7 +503,7 @@ mod tests {
 
     #[test]
     fn the_buggy_payload_is_a_story_finding() {
-        let (old, _) = plan_of("payload/old", Mode::Initializing);
+        let (_, old) = plan_of("payload/old", Mode::Initializing);
         let (_, new) = plan_of("payload/new-buggy", Mode::Updating);
         let order: Vec<usize> = (0..new.tasks.len()).collect();
         let tl = serial_timeline(&new, Phase::Upgrade, &order);

@@ -16,7 +16,10 @@ use crate::apply::{self, ApplyObserver, ApplyOptions, Connection};
 use crate::payload::{LoadOptions, Payload};
 use crate::plan::{self, Mode, Plan};
 use crate::simulate::{self, ScriptPhase, Scripts, SimObserver, Simulator, SimulatorOptions, Spec};
-use crate::stub_crds::{self, StubError};
+use crate::stub_crds::{self, StandIns, StubError};
+
+/// How long `--clean` waits for namespaces and CRDs to go.
+const CLEAN_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Settings of an upgrade e2e.
 #[derive(Debug, Clone)]
@@ -33,6 +36,10 @@ pub struct UpgradeOptions {
     pub load: LoadOptions,
     /// Install permissive CRDs for kinds nothing serves.
     pub stub_missing_crds: bool,
+    /// Create namespaces the payloads use but create nowhere.
+    pub create_missing_namespaces: bool,
+    /// Delete every object of both payloads (and the stand-ins) first.
+    pub clean: bool,
     /// Simulator scripts (`--simulate`).
     pub specs: Vec<Spec>,
     /// Delay of operators whose script sets none.
@@ -54,6 +61,8 @@ impl Default for UpgradeOptions {
             to_version: None,
             load: LoadOptions::default(),
             stub_missing_crds: false,
+            create_missing_namespaces: false,
+            clean: false,
             specs: Vec::new(),
             default_delay: Duration::ZERO,
             wait_available: false,
@@ -93,6 +102,9 @@ pub enum E2eError {
     /// The cluster could not be reached.
     #[error(transparent)]
     Apply(#[from] apply::ApplyError),
+    /// `--clean` failed.
+    #[error(transparent)]
+    Clean(#[from] super::cleanup::CleanError),
     /// `--simulate` names an operator neither payload has.
     #[error("--simulate names {0}, which neither payload has as a ClusterOperator (it has: {1})")]
     UnknownOperator(String, String),
@@ -109,15 +121,28 @@ fn load(
         substitute_placeholder: true,
         ..base.clone()
     };
-    let payload = crate::payload::load(path, &options).map_err(|source| E2eError::Load {
+    let mut payload = crate::payload::load(path, &options).map_err(|source| E2eError::Load {
         path: path.display().to_string(),
         source,
     })?;
-    if version.is_none() && payload.metadata.is_none() {
-        return Err(E2eError::NoVersion {
-            path: path.display().to_string(),
-            flag,
-        });
+    if payload.metadata.is_none() {
+        let Some(v) = version else {
+            return Err(E2eError::NoVersion {
+                path: path.display().to_string(),
+                flag,
+            });
+        };
+        // The given version stands in for the missing release-metadata.
+        payload
+            .warnings
+            .retain(|w| !w.contains(crate::payload::RELEASE_METADATA));
+        if let Ok(version) = semver::Version::parse(v) {
+            payload.metadata = Some(crate::payload::ReleaseMetadata {
+                version,
+                previous: Vec::new(),
+                metadata: serde_json::Map::new(),
+            });
+        }
     }
     Ok(payload)
 }
@@ -169,13 +194,12 @@ pub async fn upgrade(
         &options.load,
         "--to-version",
     )?;
-    let old_manifests = old.manifests.clone();
     let mut warnings: Vec<String> = Vec::new();
     for w in old.warnings.iter().chain(&new.warnings) {
         warnings.push(w.clone());
     }
-    let from_version = old.version();
-    let to_version = new.version();
+    let from_version = old.version().or_else(|| options.from_version.clone());
+    let to_version = new.version().or_else(|| options.to_version.clone());
     if from_version == to_version {
         warnings.push(format!(
             "both payloads have version {}: the upgrade's ClusterOperator waits are already \
@@ -184,8 +208,11 @@ pub async fn upgrade(
         ));
     }
     let filters = &options.load.filters;
-    let old_plan = Arc::new(plan::from_payload(old, filters, Mode::Initializing, 0));
-    let new_plan = Arc::new(plan::from_payload(new, filters, Mode::Updating, 0));
+    let mut old_plan = plan::from_payload(old, filters, Mode::Initializing, 0);
+    old_plan.version.clone_from(&from_version);
+    let mut new_plan = plan::from_payload(new, filters, Mode::Updating, 0);
+    new_plan.version.clone_from(&to_version);
+    let (old_plan, new_plan) = (Arc::new(old_plan), Arc::new(new_plan));
 
     let old_ops = simulate::operators(&old_plan);
     let new_ops = simulate::operators(&new_plan);
@@ -204,12 +231,28 @@ pub async fn upgrade(
         ));
     }
 
+    if options.clean {
+        let c = super::cleanup::clean(
+            &clients.apply.client,
+            &[&old_plan, &new_plan],
+            CLEAN_TIMEOUT,
+        )
+        .await?;
+        tracing::info!(
+            "cleaned: {} objects deleted in {:.1}s",
+            c.deleted,
+            c.seconds
+        );
+    }
     let stub_started = Instant::now();
     let requests_before = clients.apply.requests.get();
     let stubs = stub_crds::ensure(
         &clients.apply.client,
         &[&old_plan, &new_plan],
-        options.stub_missing_crds,
+        StandIns {
+            crds: options.stub_missing_crds,
+            namespaces: options.create_missing_namespaces,
+        },
         options.apply.runner.crd_timeout,
     )
     .await?;
@@ -249,9 +292,7 @@ pub async fn upgrade(
     if runs.len() > 1 {
         checks.extend(checks::invariants(&timeline, Phase::Upgrade, &new_plan));
         checks.push(checks::delete_before_workload_update(
-            &timeline,
-            &old_manifests,
-            &new_plan,
+            &timeline, &old_plan, &new_plan,
         ));
     }
     checks.extend(checks::assertions(&timeline, &options.assertions));

@@ -13,12 +13,14 @@
 //!
 //! - [`harness`]: the runs ([`upgrade`]).
 //! - [`timeline`]: the recorded events and their JSON.
+//! - [`cleanup`]: removing both payloads' objects (`--clean`, and between tests).
 //! - [`checks`]: invariants over the timeline and the `delete-before-workload-update` check.
 //! - [`assertion`]: user assertions "X after Y".
 //! - [`report`], [`junit`], [`trace`]: the outputs.
 
 pub mod assertion;
 pub mod checks;
+pub mod cleanup;
 pub mod harness;
 pub mod junit;
 pub mod report;

@@ -212,6 +212,7 @@ impl UpgradeReport {
             "completed": self.completed(),
             "seconds": self.seconds,
             "warnings": self.warnings,
+            "createdNamespaces": self.stubs.namespaces,
             "stubCrds": self.stubs.installed.iter().map(|(n, k)| json!({"name": n, "serves": k})).collect::<Vec<_>>(),
             "runs": self.runs.iter().map(|r| json!({
                 "phase": r.phase,
@@ -251,6 +252,13 @@ impl UpgradeReport {
         );
         for w in &self.warnings {
             let _ = writeln!(out, "warning: {w}");
+        }
+        if !self.stubs.namespaces.is_empty() {
+            let _ = writeln!(
+                out,
+                "namespaces created (used but created by neither payload): {}",
+                self.stubs.namespaces.join(", ")
+            );
         }
         if self.stubs.installed.is_empty() {
             let _ = writeln!(out, "stub CRDs: none needed");

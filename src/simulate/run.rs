@@ -327,6 +327,17 @@ impl Loop {
             return;
         }
         let v = serde_json::to_value(&o).unwrap_or(Value::Null);
+        // Our own write's answer may be newer than a watch event still in flight.
+        let rv = |v: &Value| {
+            v.pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<u64>().ok())
+        };
+        if let (Some(new), Some(have)) = (rv(&v), self.operators_live.get(&name).and_then(rv))
+            && new < have
+        {
+            return;
+        }
         let s = summary(&v);
         if self.operator_seen.get(&name) != Some(&s) {
             self.operator_seen.insert(name.clone(), s.clone());
@@ -483,7 +494,10 @@ impl Loop {
                 continue;
             }
             match self.write(&name, &want).await {
-                Ok(()) => {
+                Ok(updated) => {
+                    // The watch may still deliver older states; the write's answer is the
+                    // newest, so a burst of events does not cause a second write.
+                    self.operators_live.insert(name.clone(), updated);
                     *self.summary.reports.entry(name.clone()).or_default() += 1;
                     let status = summary(&json!({"status": want}));
                     self.emit(SimEventKind::Reported { name, status });
@@ -503,23 +517,23 @@ impl Loop {
         next
     }
 
-    async fn write(&self, name: &str, status: &Value) -> Result<(), String> {
+    async fn write(&self, name: &str, status: &Value) -> Result<Value, String> {
         let api = Api::<DynamicObject>::all_with(self.client.clone(), &cluster_operators());
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..PatchParams::default()
         };
         let patch = Patch::Merge(json!({"status": status}));
-        match api.patch_status(name, &params, &patch).await {
-            Ok(_) => Ok(()),
+        let updated = match api.patch_status(name, &params, &patch).await {
+            Ok(o) => o,
             // A CRD without the status subresource: status is part of the object.
             Err(kube::Error::Api(s)) if s.code == 404 => api
                 .patch(name, &params, &patch)
                 .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        }
+                .map_err(|e| e.to_string())?,
+            Err(e) => return Err(e.to_string()),
+        };
+        Ok(serde_json::to_value(&updated).unwrap_or(Value::Null))
     }
 }
 
