@@ -84,6 +84,11 @@ pub struct ApplyArgs {
     /// No progress bar even on a terminal (plain lines instead).
     #[arg(long)]
     pub no_progress: bool,
+    /// Install a permissive stand-in CRD for every kind the payload uses that neither the
+    /// cluster nor the payload's own CRDs serve (OpenShift kinds on plain Kubernetes).
+    /// Without it, such kinds are an error listing them all before anything is written.
+    #[arg(long)]
+    pub stub_missing_crds: bool,
     /// Output format of the summary on stdout.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: ApplyFormat,
@@ -162,6 +167,25 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             record_cluster_version: !a.no_cluster_version,
             release_image: a.payload.release_image.clone(),
         };
+        if a.stub_missing_crds && options.runner.dry_run {
+            return Err(UsageError(
+                "--stub-missing-crds installs CRDs, which --dry-run=server does not allow".into(),
+            )
+            .into());
+        }
+        let stubs = minicvo::stub_crds::ensure(
+            &conn.client,
+            &[&plan],
+            minicvo::stub_crds::StandIns {
+                crds: a.stub_missing_crds,
+                namespaces: false,
+            },
+            options.runner.crd_timeout,
+        )
+        .await?;
+        for (crd, kind) in &stubs.installed {
+            eprintln!("stub CRD {crd} installed for {kind} (nothing served it)");
+        }
         let report = engine::run(&conn, plan, &options, progress.clone(), cancel).await;
         progress.finish();
         anyhow::Ok(report?)
