@@ -13,8 +13,22 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(cli::exit_code_for(&e))
         }
     }
+}
+
+/// `e` and its causes, each said once: `{e:#}` would repeat a cause that the message already
+/// shows (a `LoadError::Io` prints its `io::Error`, which is also its source).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

@@ -122,7 +122,10 @@ fn bad_release_metadata() {
         "release-manifests/release-metadata: invalid release metadata: missing version"
     );
     let e = error(&[("release-metadata", "not json"), ("0000_10_a_x.yaml", CM)]);
-    assert!(e.starts_with("release-manifests/release-metadata: invalid release metadata: not valid JSON at line 1 column 2"), "{e}");
+    assert_eq!(
+        e,
+        "release-manifests/release-metadata: invalid release metadata: not valid JSON at line 1: expected ident (column 2)"
+    );
 }
 
 #[test]
@@ -250,4 +253,95 @@ fn release_version_replaces_the_placeholder() {
     let p = load(dir.path(), &options).unwrap();
     assert_eq!(p.manifests[0].object["data"]["v"], "9.9.9");
     assert_eq!(p.version().as_deref(), Some("9.9.9"));
+}
+
+/// A ConfigMap nested `depth` mappings deep, as block YAML.
+fn deep_block(name: &str, depth: usize) -> String {
+    let mut text = CM.replace("name: a", &format!("name: {name}")) + "data:\n";
+    for i in 1..depth {
+        text.push_str(&" ".repeat(i * 2));
+        text.push_str("k:\n");
+    }
+    text
+}
+
+#[test]
+fn deep_documents_do_not_overflow_the_parse_threads() {
+    // Block nesting near the 512-level budget overflowed the 2 MiB stack of a rayon worker in
+    // debug builds ("thread '<unknown>' has overflowed its stack", SIGABRT).
+    let a = deep_block("a", 510);
+    let b = deep_block("b", 510);
+    let dir = payload(&[("0000_10_a_x.yaml", &a), ("0000_10_a_y.yaml", &b)]);
+    let p = load(dir.path(), &LoadOptions::default()).unwrap();
+    assert_eq!(p.manifests.len(), 2);
+}
+
+#[test]
+fn dangling_release_metadata_link_is_an_error_not_a_missing_file() {
+    let dir = payload(&[("0000_10_a_x.yaml", CM)]);
+    std::os::unix::fs::symlink(
+        "/nonexistent/release-metadata",
+        dir.path().join("release-manifests/release-metadata"),
+    )
+    .unwrap();
+    let e = load(dir.path(), &LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/release-metadata: cannot read: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn fifo_in_the_payload_fails_instead_of_hanging() {
+    let dir = payload(&[("0000_10_a_x.yaml", CM)]);
+    let fifo = dir.path().join("release-manifests/0000_20_b_pipe.yaml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let e = load(dir.path(), &LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/0000_20_b_pipe.yaml: cannot read: not a regular file (a FIFO)"
+    );
+}
+
+#[test]
+fn non_utf8_file_name_is_an_error_not_skipped() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = payload(&[("0000_10_a_x.yaml", CM)]);
+    let name = std::ffi::OsStr::from_bytes(b"0000_20_b_\xff.yaml");
+    fs::write(dir.path().join("release-manifests").join(name), CM).unwrap();
+    let e = load(dir.path(), &LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/0000_20_b_\u{fffd}.yaml: cannot read: file name is not valid UTF-8\nhint: rename the file"
+    );
+    // Other non-UTF-8 names are not manifests and stay ignored, as other extensions are.
+    fs::remove_file(dir.path().join("release-manifests").join(name)).unwrap();
+    fs::write(
+        dir.path()
+            .join("release-manifests")
+            .join(std::ffi::OsStr::from_bytes(b"notes\xff.txt")),
+        "x",
+    )
+    .unwrap();
+    load(dir.path(), &LoadOptions::default()).unwrap();
+}
+
+#[test]
+fn image_references_without_a_name_is_named() {
+    let refs = "kind: ImageStream\napiVersion: image.openshift.io/v1\nspec:\n  tags: []\n";
+    let e = error(&[
+        ("release-metadata", META),
+        ("image-references", refs),
+        ("0000_10_a_x.yaml", CM),
+    ]);
+    assert_eq!(
+        e,
+        "release-manifests/image-references: invalid image references: missing metadata.name\nhint: name the ImageStream after the release version, 4.14.0"
+    );
 }

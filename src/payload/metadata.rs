@@ -30,11 +30,9 @@ pub fn parse_release_metadata(file: &str, text: &str) -> Result<ReleaseMetadata,
         message,
     };
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        bad(format!(
-            "not valid JSON at line {} column {}: {e}",
-            e.line(),
-            e.column()
-        ))
+        let message = super::parse::json_message(&e);
+        let message = message.strip_prefix("invalid JSON: ").unwrap_or(&message);
+        bad(format!("not valid JSON at line {}: {message}", e.line()))
     })?;
     let Value::Object(map) = value else {
         return Err(bad("expected a JSON object".to_string()));
@@ -101,14 +99,16 @@ pub fn parse_image_references(file: &str, text: &str) -> Result<ImageReferences,
         file: file.to_string(),
         message,
     };
-    let value: Value = serde_saphyr::from_str(text).map_err(|e| {
-        let line = e.location().map_or(0, |l| l.line());
-        let msg = e.to_string();
-        bad(format!(
-            "not valid YAML at line {line}: {}",
-            msg.lines().next().unwrap_or("")
-        ))
-    })?;
+    let value: Value = serde_saphyr::from_str_with_options(text, super::parse::yaml_options())
+        .map_err(|e| {
+            let location = e.location();
+            let line = location.map_or(0, |l| l.line()).max(1);
+            let column = location.map_or(0, |l| l.column());
+            let (message, hint) = super::parse::yaml_message(&e);
+            bad(format!(
+                "not valid YAML at line {line}: {message} (column {column}){hint}"
+            ))
+        })?;
     let Value::Object(map) = value else {
         return Err(bad("expected an ImageStream object".to_string()));
     };

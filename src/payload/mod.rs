@@ -2,11 +2,16 @@
 //! `release-manifests/`, each sorted bytewise by file name, no recursion, only `.yaml`, `.yml`
 //! and `.json`; then the load-time inclusion filters. Files are parsed in parallel, and any
 //! parse error rejects the whole payload.
+//!
+//! Input is untrusted: only regular files up to 16 MiB are read, documents are parsed with
+//! depth, size and alias budgets, and parsing runs on threads with a stack large enough for the
+//! deepest document allowed, so bad input fails with a [`LoadError`], never a crash or a hang.
 
 mod error;
 mod fast_yaml;
 pub mod metadata;
 mod parse;
+mod read;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -16,6 +21,7 @@ use rayon::prelude::*;
 
 pub use error::LoadError;
 pub use metadata::{ImageReferences, ReleaseMetadata};
+pub use parse::parse_manifest_text;
 
 use crate::filter::Filters;
 use crate::manifest::{Manifest, Source};
@@ -114,7 +120,12 @@ struct FileEntry {
     path: PathBuf,
 }
 
-fn list_dir(dir: &Path, source: Source) -> Result<Vec<FileEntry>, LoadError> {
+fn list_dir(
+    layout: &Layout,
+    root: &Path,
+    dir: &Path,
+    source: Source,
+) -> Result<Vec<FileEntry>, LoadError> {
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
@@ -129,7 +140,22 @@ fn list_dir(dir: &Path, source: Source) -> Result<Vec<FileEntry>, LoadError> {
         if path.is_dir() {
             continue;
         }
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str().map(str::to_string) else {
+            // The CVO reads such a file; skipping it would drop manifests silently.
+            let lossy = file_name.to_string_lossy();
+            let manifest_ext = [".yaml", ".yml", ".json"]
+                .iter()
+                .any(|ext| file_name.as_encoded_bytes().ends_with(ext.as_bytes()));
+            if manifest_ext {
+                return Err(LoadError::Io {
+                    path: PathBuf::from(shown_path(layout, root, source, &lossy)),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "file name is not valid UTF-8\nhint: rename the file",
+                    ),
+                });
+            }
             continue;
         };
         if name == RELEASE_METADATA || name == IMAGE_REFERENCES {
@@ -145,17 +171,6 @@ fn list_dir(dir: &Path, source: Source) -> Result<Vec<FileEntry>, LoadError> {
     }
     entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(entries)
-}
-
-fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
-        path: PathBuf::from(shown),
-        source: e,
-    })?;
-    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
-        file: shown.to_string(),
-        offset: e.utf8_error().valid_up_to(),
-    })
 }
 
 fn shown_path(layout: &Layout, root: &Path, source: Source, name: &str) -> String {
@@ -185,8 +200,8 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
     let meta_dir = &layout.release_manifests;
     let meta_file = meta_dir.join(RELEASE_METADATA);
     let meta_shown = shown_path(&layout, root, Source::ReleaseManifests, RELEASE_METADATA);
-    let metadata = if meta_file.exists() {
-        let text = read_text(&meta_file, &meta_shown)?;
+    let metadata = if read::entry_exists(&meta_file) {
+        let text = read::read_text(&meta_file, &meta_shown)?;
         Some(metadata::parse_release_metadata(&meta_shown, &text)?)
     } else {
         warnings.push(format!(
@@ -196,12 +211,19 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
     };
     let refs_file = meta_dir.join(IMAGE_REFERENCES);
     let refs_shown = shown_path(&layout, root, Source::ReleaseManifests, IMAGE_REFERENCES);
-    let image_references = if refs_file.exists() {
-        let text = read_text(&refs_file, &refs_shown)?;
+    let image_references = if read::entry_exists(&refs_file) {
+        let text = read::read_text(&refs_file, &refs_shown)?;
         let refs = metadata::parse_image_references(&refs_shown, &text)?;
         if let Some(meta) = &metadata {
             let version = meta.version.to_string();
-            let name = refs.name.clone().unwrap_or_default();
+            let Some(name) = refs.name.clone() else {
+                return Err(LoadError::ImageReferences {
+                    file: refs_shown,
+                    message: format!(
+                        "missing metadata.name\nhint: name the ImageStream after the release version, {version}"
+                    ),
+                });
+            };
             if name != version {
                 return Err(LoadError::VersionMismatch {
                     file: refs_shown,
@@ -217,9 +239,11 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
 
     let mut files = Vec::new();
     if let Some(dir) = &layout.manifests {
-        files.extend(list_dir(dir, Source::Manifests)?);
+        files.extend(list_dir(&layout, root, dir, Source::Manifests)?);
     }
     files.extend(list_dir(
+        &layout,
+        root,
         &layout.release_manifests,
         Source::ReleaseManifests,
     )?);
@@ -239,27 +263,26 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
             .flatten()
     });
 
-    let outcomes: Vec<Result<FileOutcome, LoadError>> = files
-        .par_iter()
-        .map(|f| {
-            let shown = shown_path(&layout, root, f.source, &f.name);
-            let mut text = read_text(&f.path, &shown)?;
-            if f.source == Source::Manifests {
-                match template::render(&text, &template_data) {
-                    Ok(t) => text = t,
-                    Err(e) => {
-                        return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
-                    }
+    let read_one = |f: &FileEntry| {
+        let shown = shown_path(&layout, root, f.source, &f.name);
+        let mut text = read::read_text(&f.path, &shown)?;
+        if f.source == Source::Manifests {
+            match template::render(&text, &template_data) {
+                Ok(t) => text = t,
+                Err(e) => {
+                    return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
                 }
             }
-            if let Some(v) = &placeholder_version
-                && text.contains(VERSION_PLACEHOLDER)
-            {
-                text = text.replace(VERSION_PLACEHOLDER, v);
-            }
-            parse::parse_file(f.source, &f.name, &shown, &text).map(FileOutcome::Manifests)
-        })
-        .collect();
+        }
+        if let Some(v) = &placeholder_version
+            && text.contains(VERSION_PLACEHOLDER)
+        {
+            text = text.replace(VERSION_PLACEHOLDER, v);
+        }
+        parse::parse_file(f.source, &f.name, &shown, &text).map(FileOutcome::Manifests)
+    };
+    let outcomes: Vec<Result<FileOutcome, LoadError>> =
+        on_parse_threads(|| files.par_iter().map(read_one).collect());
 
     let major = metadata.as_ref().map(|m| m.version.major);
     let mut manifests = Vec::new();
@@ -294,6 +317,24 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         excluded,
         warnings,
     })
+}
+
+/// Stack of each parsing thread. The YAML parser recurses once per nesting level, and in a debug
+/// build a level takes several KiB, so the 2 MiB default of a thread overflows before the
+/// depth budget stops a document. Only touched pages are committed.
+const PARSE_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Runs `f` on a thread pool whose threads have [`PARSE_STACK_BYTES`] of stack, or on the
+/// global pool when such a pool cannot be built.
+fn on_parse_threads<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new()
+        .stack_size(PARSE_STACK_BYTES)
+        .thread_name(|i| format!("minicvo-parse-{i}"))
+        .build()
+    {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
 }
 
 /// Loads every document of a payload without filtering (for analysis that looks at all

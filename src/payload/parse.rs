@@ -2,29 +2,46 @@
 //! when the text starts with `{`, otherwise multi-document YAML with YAML 1.1 scalars (kubectl's
 //! `0644` is 420). Empty and `null` documents are skipped; every kept document must be an object
 //! with `apiVersion`, `kind` and `metadata.name`, and no object may appear twice in one file.
+//!
+//! Hostile input is bounded: nesting depth, node and event counts and alias expansion are
+//! budgeted, an object larger than the kube-apiserver accepts is rejected, and parser messages
+//! never quote a scalar value (a broken Secret must not print its data).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
-use serde_saphyr::Spanned;
+use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Spanned};
 
 use super::LoadError;
 use crate::manifest::{Manifest, ObjectId, Source};
 
-/// Largest nesting depth accepted in one document.
-const MAX_DEPTH: usize = 512;
+/// Largest nesting depth accepted in one YAML document (JSON: `serde_json`'s 128).
+pub(crate) const MAX_DEPTH: usize = 512;
+/// Largest number of YAML nodes (scalars, sequences, mappings) in one file. The largest file of
+/// a real OpenShift payload has about 16,000, the whole payload about 250,000.
+const MAX_NODES: usize = 1_000_000;
+/// Largest number of parser events in one file.
+const MAX_EVENTS: usize = 5_000_000;
+/// Largest number of events copied while expanding aliases in one file (stops alias bombs).
+const MAX_ALIAS_EVENTS: usize = 250_000;
+/// Largest object, as JSON, that a document may hold: the kube-apiserver's request body limit
+/// (3 MiB), so an object that could never be applied is rejected when the payload is loaded.
+pub(crate) const MAX_OBJECT_BYTES: usize = 3 * 1024 * 1024;
 
 /// YAML options: YAML 1.1 octal numbers as kubectl reads them, budgets that fit the largest
 /// CRDs and payload files while still stopping alias bombs.
-fn yaml_options() -> serde_saphyr::Options {
+pub(crate) fn yaml_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         legacy_octal_numbers: true,
         with_snippet: false,
         budget: serde_saphyr::budget! {
             max_documents: 100_000,
-            max_nodes: 20_000_000,
-            max_events: 50_000_000,
+            max_nodes: MAX_NODES,
+            max_events: MAX_EVENTS,
             max_depth: MAX_DEPTH,
+            max_recorded_anchor_events: MAX_ALIAS_EVENTS,
         },
     }
 }
@@ -33,6 +50,20 @@ fn yaml_options() -> serde_saphyr::Options {
 struct RawDocument {
     line: usize,
     value: Value,
+}
+
+/// Parses the text of one file of `release-manifests/` (not templated) with the loader's
+/// checks: the same documents, the same errors and the same limits as [`crate::load`]. Errors
+/// name the file as `release-manifests/{file_name}`. For fuzzing and tools that hold manifests
+/// in memory.
+///
+/// # Errors
+/// [`LoadError::Syntax`] for text that is not YAML or JSON, [`LoadError::Invalid`] for a
+/// document that is not a Kubernetes object, [`LoadError::Duplicate`] for an object defined
+/// twice.
+pub fn parse_manifest_text(file_name: &str, text: &str) -> Result<Vec<Manifest>, LoadError> {
+    let shown = format!("{}/{file_name}", Source::ReleaseManifests.dir_name());
+    parse_file(Source::ReleaseManifests, file_name, &shown, text)
 }
 
 /// Parses the text of one file into manifests. `file` is the path shown in errors.
@@ -86,8 +117,8 @@ fn parse_json_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadErr
                 return Err(LoadError::Syntax {
                     file: file.to_string(),
                     document: docs.len(),
-                    line: e.line(),
-                    message: format!("invalid JSON: {e}"),
+                    line: e.line().max(1),
+                    message: json_message(&e),
                 });
             }
         }
@@ -130,24 +161,122 @@ fn parse_yaml_stream_saphyr(file: &str, text: &str) -> Result<Vec<RawDocument>, 
             .map(|(line, value)| RawDocument { line, value })
             .collect()),
         Err(e) => {
-            let line = e
-                .location()
-                .map_or(0, |l| usize::try_from(l.line()).unwrap_or(0));
-            let line = if line == 0 { 1 } else { line };
-            let message = first_line(&e.to_string());
+            let location = e.location();
+            let line = location.map_or(0, |l| usize::try_from(l.line()).unwrap_or(0));
+            let line = line.max(1);
+            let column = location
+                .map(|l| l.column())
+                .filter(|&c| c > 0)
+                .map_or(String::new(), |c| format!(" (column {c})"));
+            let (message, hint) = yaml_message(&e);
             Err(LoadError::Syntax {
                 file: file.to_string(),
                 document: document_at_line(text, line),
                 line,
-                message: format!("invalid YAML: {message}"),
+                message: format!("invalid YAML: {message}{column}{hint}"),
             })
         }
     }
 }
 
-/// The first line of a possibly multi-line parser message, without a trailing location.
-fn first_line(message: &str) -> String {
-    message.lines().next().unwrap_or("").trim().to_string()
+/// The JSON parser's message for `e`, with its column instead of its line (the error names the
+/// line already).
+pub(crate) fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    let message = if message == "recursion limit exceeded" {
+        "nested too deeply (at most 128 levels)"
+    } else {
+        message
+    };
+    let column = if e.column() > 0 {
+        format!(" (column {})", e.column())
+    } else {
+        String::new()
+    };
+    format!("invalid JSON: {message}{column}")
+}
+
+/// The parser's message for `e`, without its location, plus an optional `\nhint: ...`.
+/// Messages that would quote a scalar of the document are replaced by ones that do not.
+pub(crate) fn yaml_message(e: &serde_saphyr::Error) -> (String, &'static str) {
+    use serde_saphyr::Error as E;
+    let mut e = e.without_snippet();
+    while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    let message: Cow<'_, str> = match e {
+        E::Budget { breach, .. } => return budget_message(breach),
+        E::DuplicateMappingKey { key, .. } => {
+            let key = key.as_deref().map_or(String::new(), |k| format!(" {k:?}"));
+            return (
+                format!("duplicate mapping key{key}"),
+                "\nhint: the CVO would silently keep the last value; remove the other one",
+            );
+        }
+        E::NonFiniteFloat { .. } => "not a finite number".into(),
+        E::InvalidScalar { ty, .. } => {
+            let what = match *ty {
+                t if t.starts_with('u') || t.starts_with('i') => "integer",
+                t if t.starts_with('f') => "floating-point number",
+                "bool" => "boolean",
+                t => t,
+            };
+            format!("not a valid {what}").into()
+        }
+        E::SerdeInvalidType { expected, .. } => format!("invalid type, expected {expected}").into(),
+        E::SerdeInvalidValue { expected, .. } => {
+            format!("invalid value, expected {expected}").into()
+        }
+        E::QuotingRequired { .. } => "a value must be quoted".into(),
+        E::Message { .. } | E::HookError { .. } => "invalid value".into(),
+        other => DefaultMessageFormatter.format_message(other),
+    };
+    let message = if message == "recursion limit exceeded" {
+        format!("nested too deeply (at most {MAX_DEPTH} levels, 255 inside [ ] or {{ }})")
+    } else {
+        message
+            .chars()
+            .flat_map(|c| {
+                let escaped = c.is_control().then(|| c.escape_default());
+                let plain = (!c.is_control()).then_some(c);
+                escaped.into_iter().flatten().chain(plain)
+            })
+            .collect()
+    };
+    (message, "")
+}
+
+/// A plain description of a budget breach.
+fn budget_message(breach: &BudgetBreach) -> (String, &'static str) {
+    let bomb = "\nhint: YAML aliases (*name) may not expand into a huge document (a YAML bomb)";
+    match breach {
+        BudgetBreach::Depth { .. } => (format!("nested more than {MAX_DEPTH} levels deep"), ""),
+        BudgetBreach::Nodes { .. } => (
+            format!("more than {MAX_NODES} values in one file"),
+            "\nhint: split the file",
+        ),
+        BudgetBreach::Events { .. } => (
+            format!("more than {MAX_EVENTS} YAML events in one file"),
+            "\nhint: split the file",
+        ),
+        BudgetBreach::Documents { documents } => (
+            format!(
+                "more than {} documents in one file",
+                documents.saturating_sub(1)
+            ),
+            "\nhint: split the file",
+        ),
+        BudgetBreach::RecordedAnchorEvents { .. } | BudgetBreach::RecordedAnchorBytes { .. } => {
+            ("aliases expand to too much data".to_string(), bomb)
+        }
+        BudgetBreach::Aliases { .. } | BudgetBreach::AliasAnchorRatio { .. } => {
+            ("too many aliases".to_string(), bomb)
+        }
+        other => (format!("input too large ({other:?})"), ""),
+    }
 }
 
 /// 1-based line of a byte offset.
@@ -160,26 +289,46 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 }
 
 /// Index of the (non-empty) document that contains `line`, counting `---` separators the way
-/// the YAML stream does: chunks with nothing but blanks and comments are not documents.
+/// the YAML stream does: chunks with nothing but blanks and comments, or only `null`, are not
+/// documents (the loader skips them, so they take no index).
 fn document_at_line(text: &str, line: usize) -> usize {
-    let mut index = 0usize;
-    let mut current_has_content = false;
-    for (i, l) in text.lines().enumerate() {
-        if i + 1 >= line {
-            break;
+    /// Content lines of the current chunk: none, one `null`, or real content.
+    #[derive(PartialEq)]
+    enum Chunk {
+        Empty,
+        Null,
+        Content,
+    }
+    fn add(chunk: Chunk, content: &str) -> Chunk {
+        let t = content.trim();
+        if t.is_empty() || t.starts_with('#') {
+            return chunk;
         }
+        let null = matches!(t, "null" | "Null" | "NULL" | "~");
+        match chunk {
+            Chunk::Empty if null => Chunk::Null,
+            _ => Chunk::Content,
+        }
+    }
+    let mut index = 0usize;
+    let mut chunk = Chunk::Empty;
+    for (i, l) in text.lines().enumerate() {
         let is_separator =
             l.starts_with("---") && l[3..].chars().next().is_none_or(char::is_whitespace);
-        if is_separator {
-            if current_has_content {
+        if i + 1 >= line {
+            // An error on a separator is about the document it starts.
+            if is_separator && chunk == Chunk::Content {
                 index += 1;
             }
-            current_has_content = !l[3..].trim().is_empty() && !l[3..].trim().starts_with('#');
-            continue;
+            break;
         }
-        let t = l.trim();
-        if !t.is_empty() && !t.starts_with('#') {
-            current_has_content = true;
+        if is_separator {
+            if chunk == Chunk::Content {
+                index += 1;
+            }
+            chunk = add(Chunk::Empty, &l[3..]);
+        } else {
+            chunk = add(chunk, l);
         }
     }
     index
@@ -264,6 +413,31 @@ fn check_document(
             }
         }
     }
+    if let Some(labels) = metadata.get("labels") {
+        match labels {
+            Value::Null => {}
+            Value::Object(m) => {
+                if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(invalid(format!(
+                        "label {k:?} must be a string, found {}\nhint: quote the value, e.g. \"true\"",
+                        json_type(v)
+                    )));
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "metadata.labels must be an object, found {}",
+                    json_type(other)
+                )));
+            }
+        }
+    }
+    if exceeds_json_size(&value, MAX_OBJECT_BYTES) {
+        return Err(invalid(format!(
+            "object is larger than {} MiB as JSON, more than the kube-apiserver accepts in one request",
+            MAX_OBJECT_BYTES / (1024 * 1024)
+        )));
+    }
     let group = api_version
         .rsplit_once('/')
         .map_or(String::new(), |(g, _)| g.to_string());
@@ -281,6 +455,29 @@ fn check_document(
         },
         object: value,
     })
+}
+
+/// Whether `value` serialized as compact JSON takes more than `limit` bytes. Stops writing as
+/// soon as the limit is passed.
+fn exceeds_json_size(value: &Value, limit: usize) -> bool {
+    struct Counter {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written += buf.len();
+            if self.written > self.limit {
+                return Err(std::io::Error::other("limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, limit };
+    serde_json::to_writer(&mut counter, value).is_err()
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -395,6 +592,91 @@ mod tests {
         let e = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    release.openshift.io/delete: true\n").unwrap_err();
         assert!(
             e.to_string().contains("must be a string, found a boolean"),
+            "{e}"
+        );
+    }
+    #[test]
+    fn null_document_does_not_shift_the_document_index() {
+        let text = "---\nnull\n---\n# only a comment\n---\napiVersion: v1\nkind: [x\n";
+        let e = parse(text).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::Syntax {
+                    document: 0,
+                    line: 7,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn error_on_a_separator_names_the_document_it_starts() {
+        assert_eq!(document_at_line("a: 1\n---\nb: 2\n", 2), 1);
+        assert_eq!(document_at_line("---\n---\nb: 2\n", 2), 0);
+    }
+
+    #[test]
+    fn duplicate_mapping_key_message_is_for_people_not_library_users() {
+        let e = parse("apiVersion: v1\nkind: ConfigMap\nkind: Secret\nmetadata: {name: a}\n")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "release-manifests/f.yaml: document 0 (line 3): invalid YAML: duplicate mapping key \"kind\" (column 1)\nhint: the CVO would silently keep the last value; remove the other one"
+        );
+    }
+
+    #[test]
+    fn alias_bomb_is_stopped_and_named() {
+        let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+        text.push_str("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for (prev, cur) in "abcdefghi".chars().zip("bcdefghij".chars()) {
+            let refs = vec![format!("*{prev}"); 10].join(", ");
+            text.push_str(&format!("{cur}: &{cur} [{refs}]\n"));
+        }
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("aliases expand to too much data"), "{e}");
+        assert!(e.contains("hint: YAML aliases"), "{e}");
+    }
+
+    #[test]
+    fn object_larger_than_the_apiserver_accepts_is_rejected() {
+        let big = "a".repeat(MAX_OBJECT_BYTES);
+        let e = parse(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{x: {big}}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "release-manifests/f.yaml: document 0 (line 1): object is larger than 3 MiB as JSON, more than the kube-apiserver accepts in one request"
+        );
+        let fits = "a".repeat(MAX_OBJECT_BYTES - 200);
+        parse(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{x: {fits}}}\n"
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn non_string_label_is_rejected() {
+        let e =
+            parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {tier: 1}\n")
+                .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("label \"tier\" must be a string, found a number"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn deep_json_is_named_for_people() {
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        let e = parse(&deep).unwrap_err().to_string();
+        assert!(
+            e.ends_with("invalid JSON: nested too deeply (at most 128 levels) (column 132)"),
             "{e}"
         );
     }

@@ -1,0 +1,143 @@
+//! Reading one payload file from disk, safely: only regular files (a FIFO would block forever,
+//! `/dev/zero` never ends), at most [`MAX_FILE_BYTES`], and UTF-8 only.
+
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::os::unix::fs::FileTypeExt as _;
+use std::path::{Path, PathBuf};
+
+use super::LoadError;
+
+/// Largest file the loader reads. The largest file of a real OpenShift payload is under 1 MiB
+/// and the kube-apiserver accepts at most 3 MiB per object.
+pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What kind of directory entry `t` is, for errors about non-regular files.
+fn describe(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn io_error(shown: &str, source: io::Error) -> LoadError {
+    LoadError::Io {
+        path: PathBuf::from(shown),
+        source,
+    }
+}
+
+/// Reads `path` as UTF-8 text; `shown` is the path used in errors (relative to the payload
+/// root).
+///
+/// # Errors
+/// [`LoadError::Io`] when the file cannot be opened or read, is not a regular file, or is
+/// larger than [`MAX_FILE_BYTES`]; [`LoadError::NotUtf8`] when it is not UTF-8.
+pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
+    // Check the type before opening: opening a FIFO for reading blocks until a writer comes.
+    let meta = std::fs::metadata(path).map_err(|e| io_error(shown, e))?;
+    if !meta.file_type().is_file() {
+        let what = describe(meta.file_type());
+        return Err(io_error(
+            shown,
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a regular file ({what})"),
+            ),
+        ));
+    }
+    let too_large = || {
+        io_error(
+            shown,
+            io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "file is larger than {} MiB, the most the loader reads",
+                    MAX_FILE_BYTES / (1024 * 1024)
+                ),
+            ),
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = File::open(path).map_err(|e| io_error(shown, e))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(shown, e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
+        file: shown.to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// Whether a directory entry exists at `path`, without following a final symbolic link: a
+/// dangling `release-metadata` link exists (and fails to read) rather than being absent.
+pub(crate) fn entry_exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_is_rejected_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.yaml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let e = read_text(&fifo, "release-manifests/x.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "release-manifests/x.yaml: cannot read: not a regular file (a FIFO)"
+        );
+    }
+
+    #[test]
+    fn endless_device_is_rejected() {
+        let e = read_text(Path::new("/dev/zero"), "x.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.yaml: cannot read: not a regular file (a character device)"
+        );
+    }
+
+    #[test]
+    fn file_over_the_limit_is_rejected_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yaml");
+        let f = File::create(&path).unwrap();
+        f.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = read_text(&path, "big.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "big.yaml: cannot read: file is larger than 16 MiB, the most the loader reads"
+        );
+    }
+
+    #[test]
+    fn dangling_link_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("release-metadata");
+        std::os::unix::fs::symlink("/nonexistent/x", &link).unwrap();
+        assert!(entry_exists(&link));
+        assert!(!link.exists());
+    }
+}
