@@ -4,7 +4,8 @@
 //!
 //! - `status.history`: a new desired version closes the previous entry and adds a `Partial`
 //!   one at the front; success marks it `Completed` with a `completionTime` (sticky).
-//! - `Progressing`: `True`, "Working towards V: N of M done (P% complete)" while running;
+//! - `Progressing`: `True`, "Working towards V: N of M done (P% complete)" while running
+//!   (with ", waiting on X" while ClusterOperator X blocks);
 //!   on success `False`, "Cluster version is V: M of M done (100% complete)"; on failure
 //!   `True`, "Unable to apply V: <summary>".
 //! - `Failing`: `True` with the aggregated error ("Multiple errors are preventing progress:
@@ -44,6 +45,7 @@ const MIN_INTERVAL: Duration = Duration::from_secs(2);
 
 enum Msg {
     Progress(usize),
+    Waiting(Vec<String>),
     Established,
     Finish {
         outcome: Final,
@@ -81,6 +83,7 @@ pub struct RecorderOptions {
 pub struct ClusterVersionRecorder {
     tx: mpsc::UnboundedSender<Msg>,
     done: AtomicUsize,
+    waiting: Mutex<std::collections::BTreeMap<usize, String>>,
     handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -97,6 +100,7 @@ impl ClusterVersionRecorder {
         ClusterVersionRecorder {
             tx,
             done: AtomicUsize::new(0),
+            waiting: Mutex::new(std::collections::BTreeMap::new()),
             handle: Mutex::new(Some(handle)),
         }
     }
@@ -116,12 +120,36 @@ impl ClusterVersionRecorder {
     }
 }
 
+impl ClusterVersionRecorder {
+    fn waiting_changed(
+        &self,
+        f: impl FnOnce(&mut std::collections::BTreeMap<usize, String>) -> bool,
+    ) {
+        let mut w = self.waiting.lock().expect("recorder lock");
+        if f(&mut w) {
+            let mut names: Vec<String> = w.values().cloned().collect();
+            names.sort();
+            names.dedup();
+            let _ = self.tx.send(Msg::Waiting(names));
+        }
+    }
+}
+
 impl ApplyObserver for ClusterVersionRecorder {
     fn on_event(&self, event: &ApplyEvent) {
         match &event.kind {
-            EventKind::TaskFinished { outcome, .. } if outcome.is_success() => {
-                let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-                let _ = self.tx.send(Msg::Progress(n));
+            EventKind::TaskFinished { task, outcome, .. } => {
+                self.waiting_changed(|w| w.remove(&task.id).is_some());
+                if outcome.is_success() {
+                    let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+                    let _ = self.tx.send(Msg::Progress(n));
+                }
+            }
+            EventKind::WaitStarted { task, operator, .. } => {
+                self.waiting_changed(|w| w.insert(task.id, operator.clone()).is_none());
+            }
+            EventKind::WaitDone { task, .. } => {
+                self.waiting_changed(|w| w.remove(&task.id).is_some());
             }
             EventKind::CrdEstablished { name, .. } if name == CRD_NAME => {
                 let _ = self.tx.send(Msg::Established);
@@ -149,40 +177,49 @@ async fn run(
     let mut rec: Option<Recording> = None;
     let mut error: Option<String> = None;
     let mut done = 0usize;
+    let mut waiting: Vec<String> = Vec::new();
+    // Progress not yet written (held back by the write interval).
+    let mut dirty = false;
     if let Some(url) = served(&discovery).await {
         match begin(&client, &url, &o).await {
             Ok(r) => rec = Some(r),
             Err(e) => error = Some(e.to_string()),
         }
     }
-    while let Some(msg) = rx.recv().await {
+    loop {
+        let flush_at = rec
+            .as_ref()
+            .filter(|r| !r.reconciling && dirty)
+            .and_then(|r| r.last_write)
+            .map(|t| t + MIN_INTERVAL);
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            () = async {
+                match flush_at {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            } => Some(Msg::Progress(done)),
+        };
+        let Some(msg) = msg else { return };
         match msg {
             Msg::Progress(n) => {
                 done = n;
-                if let Some(r) = rec.as_mut()
-                    && !r.reconciling
-                    && (n >= o.total || r.last_write.is_none_or(|t| t.elapsed() >= MIN_INTERVAL))
-                {
-                    let mut status = r.status.clone();
-                    progressing(&mut status, &o, done);
-                    if let Err(e) = write(&client, r, status, &o).await {
-                        tracing::warn!("recording progress in clusterversion {NAME}: {e}");
-                    }
-                }
+                dirty = true;
+            }
+            Msg::Waiting(w) => {
+                waiting = w;
+                dirty = true;
             }
             Msg::Established => {
                 if rec.is_none()
                     && let Some(url) = served(&discovery).await
                 {
                     match begin(&client, &url, &o).await {
-                        Ok(mut r) => {
-                            let mut status = r.status.clone();
-                            progressing(&mut status, &o, done);
-                            if let Err(e) = write(&client, &mut r, status, &o).await {
-                                tracing::warn!("recording progress in clusterversion {NAME}: {e}");
-                            }
+                        Ok(r) => {
                             rec = Some(r);
                             error = None;
+                            dirty = true;
                         }
                         Err(e) => error = Some(e.to_string()),
                     }
@@ -202,6 +239,18 @@ async fn run(
                 };
                 let _ = reply.send(result);
                 return;
+            }
+        }
+        if let Some(r) = rec.as_mut()
+            && dirty
+            && !r.reconciling
+            && (done >= o.total || r.last_write.is_none_or(|t| t.elapsed() >= MIN_INTERVAL))
+        {
+            dirty = false;
+            let mut status = r.status.clone();
+            progressing(&mut status, &o, done, &waiting);
+            if let Err(e) = write(&client, r, status, &o).await {
+                tracing::warn!("recording progress in clusterversion {NAME}: {e}");
             }
         }
     }
@@ -256,7 +305,7 @@ async fn begin(client: &Client, url: &str, o: &RecorderOptions) -> Result<Record
     if !reconciling {
         let mut s = rec.status.clone();
         start_history(&mut s, o);
-        progressing(&mut s, o, 0);
+        progressing(&mut s, o, 0, &[]);
         set_condition(&mut s, "Failing", "False", "", "");
         if condition(&s, "Available").is_none() {
             set_condition(&mut s, "Available", "False", "", "");
@@ -360,12 +409,17 @@ fn fraction(done: usize, total: usize) -> String {
     format!("{done} of {total} done ({pct}% complete)")
 }
 
-fn progressing(status: &mut Value, o: &RecorderOptions, done: usize) {
-    let message = if done == 0 {
+/// The CVO's Progressing message while working, with ", waiting on ..." for blocking
+/// ClusterOperators.
+fn progressing(status: &mut Value, o: &RecorderOptions, done: usize, waiting: &[String]) {
+    let mut message = if done == 0 {
         format!("Working towards {}", o.version)
     } else {
         format!("Working towards {}: {}", o.version, fraction(done, o.total))
     };
+    if !waiting.is_empty() {
+        message.push_str(&format!(", waiting on {}", waiting.join(", ")));
+    }
     set_condition(status, "Progressing", "True", "", &message);
 }
 
@@ -402,7 +456,7 @@ fn final_status(current: &Value, o: &RecorderOptions, outcome: &Final, done: usi
             );
         }
         Final::Failed(errors) => {
-            let (reason, summary) = summarize(errors, o.total);
+            let (reason, summary) = summarize(errors);
             start_history(&mut s, o);
             set_condition(&mut s, "Failing", "True", reason, &summary);
             set_condition(
@@ -413,7 +467,7 @@ fn final_status(current: &Value, o: &RecorderOptions, outcome: &Final, done: usi
                 &format!("Unable to apply {}: {}", o.version, first_line(&summary)),
             );
         }
-        Final::Stopped => progressing(&mut s, o, done),
+        Final::Stopped => progressing(&mut s, o, done, &[]),
     }
     s
 }
@@ -428,7 +482,7 @@ fn first_line(s: &str) -> String {
 
 /// The CVO's aggregation (cvo.md §4.5): one error as is, several as a sorted, de-duplicated
 /// list under "Multiple errors are preventing progress:".
-fn summarize(errors: &[TaskFailure], total: usize) -> (&'static str, String) {
+fn summarize(errors: &[TaskFailure]) -> (&'static str, String) {
     let mut messages: Vec<String> = errors
         .iter()
         .map(|e| {
@@ -437,7 +491,7 @@ fn summarize(errors: &[TaskFailure], total: usize) -> (&'static str, String) {
                 None => e.name.clone(),
             };
             format!(
-                "Could not update {} \"{obj}\" (of {total}): {}",
+                "Could not update {} \"{obj}\": {}",
                 e.kind.to_lowercase(),
                 e.message
             )
@@ -530,10 +584,10 @@ mod tests {
     fn completion_marks_history_and_reports_100_percent() {
         let mut s = json!({});
         start_history(&mut s, &options());
-        progressing(&mut s, &options(), 2);
+        progressing(&mut s, &options(), 2, &["machine-config".into()]);
         assert_eq!(
             condition(&s, "Progressing").unwrap()["message"],
-            "Working towards 4.14.0: 2 of 4 done (50% complete)"
+            "Working towards 4.14.0: 2 of 4 done (50% complete), waiting on machine-config"
         );
         let f = final_status(&s, &options(), &Final::Completed, 4);
         assert_eq!(f["history"][0]["state"], "Completed");
@@ -557,14 +611,14 @@ mod tests {
             name: name.into(),
             message: "invalid".into(),
         };
-        let (reason, one) = summarize(&[e("a")], 4);
+        let (reason, one) = summarize(&[e("a")]);
         assert_eq!(reason, "UpdatePayloadFailed");
-        assert_eq!(one, "Could not update configmap \"ns/a\" (of 4): invalid");
-        let (reason, many) = summarize(&[e("b"), e("a"), e("a")], 4);
+        assert_eq!(one, "Could not update configmap \"ns/a\": invalid");
+        let (reason, many) = summarize(&[e("b"), e("a"), e("a")]);
         assert_eq!(reason, "MultipleErrors");
         assert_eq!(
             many,
-            "Multiple errors are preventing progress:\n* Could not update configmap \"ns/a\" (of 4): invalid\n* Could not update configmap \"ns/b\" (of 4): invalid"
+            "Multiple errors are preventing progress:\n* Could not update configmap \"ns/a\": invalid\n* Could not update configmap \"ns/b\": invalid"
         );
         let f = final_status(&json!({}), &options(), &Final::Failed(vec![e("a")]), 1);
         assert_eq!(condition(&f, "Failing").unwrap()["status"], "True");
