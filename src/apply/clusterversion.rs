@@ -7,7 +7,7 @@
 //! - `Progressing`: `True`, "Working towards V: N of M done (P% complete)" while running
 //!   (with ", waiting on X" while ClusterOperator X blocks);
 //!   on success `False`, "Cluster version is V: M of M done (100% complete)"; on failure
-//!   `True`, "Unable to apply V: <summary>".
+//!   `True`, "Unable to apply V: SUMMARY".
 //! - `Failing`: `True` with the aggregated error ("Multiple errors are preventing progress:
 //!   ..."), else `False`. `Available`: `True` "Done applying V" once a run completes.
 //! - The object is created when missing (spec: a random `clusterID` and `desiredUpdate`).
