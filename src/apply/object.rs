@@ -21,7 +21,7 @@ use super::discovery::Resolved;
 use super::events::{EventKind, Outcome};
 use super::executor::{Done, TaskContext, TaskError, TaskResult};
 use super::request::RequestError;
-use super::runner::{ClusterRunner, Served};
+use super::runner::{Baseline, ClusterRunner, Served};
 use super::watch::{self, WatchEnd};
 use crate::plan::Task;
 
@@ -69,6 +69,40 @@ pub fn strategy_switch<'a>(object: &'a Value, error: &str) -> Option<(&'static s
     let spec = object.get("spec")?.get(field)?;
     let kind = spec.get("type").and_then(Value::as_str)?;
     (kind != "RollingUpdate" && spec.get("rollingUpdate").is_none()).then_some((field, kind))
+}
+
+/// Configured or unchanged, from a server-side apply response that did not create the
+/// object (see [`Baseline`]): changed when its resourceVersion is newer than the cluster's at
+/// the start *and* `manager`'s `Apply` managed-fields entry is stamped at or after the start.
+/// The resourceVersion alone would count others' writes during the run (a controller's
+/// status update); the time alone (second precision) would count our own previous run when
+/// it ended in the same second. Without a baseline the object counts as configured.
+///
+/// [`Baseline`]: super::runner::Baseline
+#[must_use]
+pub fn classify(baseline: &Baseline, object: &Value, manager: &str) -> Outcome {
+    let by_version = match (
+        baseline.resource_version,
+        body::resource_version(object).and_then(|s| s.parse::<u64>().ok()),
+    ) {
+        (Some(start), Some(now)) => Some(now > start),
+        _ => None,
+    };
+    let by_time = baseline.server_time.map(|start| {
+        body::applied_at(object, manager)
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .is_some_and(|t| t >= start)
+    });
+    let changed = match (by_version, by_time) {
+        (Some(v), Some(t)) => v && t,
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => true,
+    };
+    if changed {
+        Outcome::Configured
+    } else {
+        Outcome::Unchanged
+    }
 }
 
 impl ClusterRunner {
@@ -157,39 +191,13 @@ impl ClusterRunner {
         let outcome = if response.status == 201 {
             Outcome::Created
         } else {
-            self.classify(&response.body)
+            classify(&self.baseline, &response.body, &self.options.field_manager)
         };
         if task.manifest.is_crd() {
             self.established(ctx, name, &collection, response.body)
                 .await?;
         }
         Ok(Done::new(outcome).attempts(attempts))
-    }
-
-    /// Configured or unchanged, from an apply response (see [`super::runner::Baseline`]).
-    pub(crate) fn classify(&self, object: &Value) -> Outcome {
-        let by_version = match (
-            self.baseline.resource_version,
-            body::resource_version(object).and_then(|s| s.parse::<u64>().ok()),
-        ) {
-            (Some(start), Some(now)) => Some(now > start),
-            _ => None,
-        };
-        let by_time = self.baseline.server_time.map(|start| {
-            body::applied_at(object, &self.options.field_manager)
-                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-                .is_some_and(|t| t >= start)
-        });
-        let changed = match (by_version, by_time) {
-            (Some(v), Some(t)) => v && t,
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => true,
-        };
-        if changed {
-            Outcome::Configured
-        } else {
-            Outcome::Unchanged
-        }
     }
 
     /// Switches a workload's update strategy away from `RollingUpdate` with a JSON merge
@@ -351,6 +359,46 @@ mod tests {
         let rolling =
             json!({"kind": "Deployment", "spec": {"strategy": {"type": "RollingUpdate"}}});
         assert_eq!(strategy_switch(&rolling, msg), None);
+    }
+
+    fn applied(rv: &str, time: &str) -> Value {
+        json!({"metadata": {"resourceVersion": rv, "managedFields": [
+            {"manager": "other", "operation": "Update", "time": "2030-01-01T00:00:00Z"},
+            {"manager": "minicvo", "operation": "Apply", "time": time},
+        ]}})
+    }
+
+    #[test]
+    fn classification_needs_a_newer_version_and_our_fresh_stamp() {
+        let b = Baseline {
+            resource_version: Some(100),
+            server_time: Some("2026-01-01T00:00:10Z".parse().unwrap()),
+        };
+        let c = |rv, t| classify(&b, &applied(rv, t), "minicvo");
+        assert_eq!(c("150", "2026-01-01T00:00:11Z"), Outcome::Configured);
+        assert_eq!(c("150", "2026-01-01T00:00:10Z"), Outcome::Configured);
+        // Someone else wrote (e.g. status) during the run; our fields are as before.
+        assert_eq!(c("150", "2026-01-01T00:00:05Z"), Outcome::Unchanged);
+        // Our previous run changed it in the same second this run started.
+        assert_eq!(c("90", "2026-01-01T00:00:10Z"), Outcome::Unchanged);
+        assert_eq!(c("100", "2025-01-01T00:00:00Z"), Outcome::Unchanged);
+        // Without the list resourceVersion, the time decides; without anything, configured.
+        let time_only = Baseline {
+            resource_version: None,
+            ..b.clone()
+        };
+        assert_eq!(
+            classify(&time_only, &applied("1", "2026-01-01T00:00:05Z"), "minicvo"),
+            Outcome::Unchanged
+        );
+        assert_eq!(
+            classify(
+                &Baseline::default(),
+                &applied("1", "2026-01-01T00:00:05Z"),
+                "minicvo"
+            ),
+            Outcome::Configured
+        );
     }
 
     #[test]
