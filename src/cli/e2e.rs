@@ -92,6 +92,9 @@ pub struct UpgradeArgs {
     /// run starts from a clean slate; namespaces are waited on until gone.
     #[arg(long)]
     pub clean: bool,
+    /// Delete every object of both payloads (and the stand-ins) at the end.
+    #[arg(long)]
+    pub cleanup: bool,
     /// Script a simulated operator (repeatable); see below.
     #[arg(long = "simulate", value_name = "SPEC")]
     pub simulate: Vec<Spec>,
@@ -160,6 +163,7 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         stub_missing_crds: a.stub_missing_crds,
         create_missing_namespaces: a.create_missing_namespaces,
         clean: a.clean,
+        clean_after: a.cleanup,
         specs: a.simulate.clone(),
         default_delay: a.delay,
         wait_available: a.wait_available,

@@ -40,6 +40,8 @@ pub struct UpgradeOptions {
     pub create_missing_namespaces: bool,
     /// Delete every object of both payloads (and the stand-ins) first.
     pub clean: bool,
+    /// Delete them again at the end.
+    pub clean_after: bool,
     /// Simulator scripts (`--simulate`).
     pub specs: Vec<Spec>,
     /// Delay of operators whose script sets none.
@@ -63,6 +65,7 @@ impl Default for UpgradeOptions {
             stub_missing_crds: false,
             create_missing_namespaces: false,
             clean: false,
+            clean_after: false,
             specs: Vec::new(),
             default_delay: Duration::ZERO,
             wait_available: false,
@@ -296,6 +299,22 @@ pub async fn upgrade(
         ));
     }
     checks.extend(checks::assertions(&timeline, &options.assertions));
+    if options.clean_after {
+        match super::cleanup::clean(
+            &clients.apply.client,
+            &[&old_plan, &new_plan],
+            CLEAN_TIMEOUT,
+        )
+        .await
+        {
+            Ok(c) => tracing::info!(
+                "cleaned up: {} objects deleted in {:.1}s",
+                c.deleted,
+                c.seconds
+            ),
+            Err(e) => warnings.push(format!("after the run: {e}")),
+        }
+    }
     Ok(UpgradeReport {
         from: options.from.display().to_string(),
         to: options.to.display().to_string(),

@@ -151,3 +151,31 @@ pub fn api_error_code<T>(result: &Result<T, kube::Error>) -> Option<u16> {
         _ => None,
     }
 }
+
+/// Serializes the tests that install payloads with fixed object names (the bundled samples
+/// in `payload/` and the corpora in `../shared/payloads`: cluster-scoped CRDs, namespaces,
+/// ClusterOperators): hold the returned guard for the whole test. It is an exclusive lock on
+/// a file in the temp dir named after the test plane's kubeconfig, so it holds across test
+/// binaries and processes (e.g. nextest) and does not serialize tests on other planes.
+///
+/// # Panics
+/// If the lock file cannot be opened or locked.
+pub async fn fixed_names_lock() -> std::fs::File {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::env::var_os(KUBECONFIG_ENV).hash(&mut h);
+    let path = std::env::temp_dir().join(format!("minicvo-fixed-names-{:016x}.lock", h.finish()));
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("cannot open lock file {}: {e}", path.display()));
+        file.lock()
+            .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+        file
+    })
+    .await
+    .expect("lock task")
+}
