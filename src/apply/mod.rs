@@ -33,6 +33,9 @@
 //!   wait watches the operator and the next run-level starts the moment it is done, instead
 //!   of failing the pass and re-walking it after a backoff. A CRD is waited on until
 //!   `Established` (the CVO's #771 check), then its kinds are served at once.
+//! - **Precreation with server-side apply.** A missing ClusterOperator (and ClusterVersion) is
+//!   created with an apply, not the CVO's CREATE: the API server holds every POST to a CRD
+//!   established less than 2 s ago for 2 s, which would stall the node right after the CRDs.
 //! - **Timeouts.** `--wait-timeout` (default 30m) ends a ClusterOperator wait with a failure
 //!   naming the operator and what it lacks (the CVO waits forever and only changes its
 //!   reporting after 30/40 minutes); `--timeout` bounds the run; every request has a timeout.
@@ -45,6 +48,9 @@
 //! - **Dry run.** `--dry-run=server` sends every write with `dryRun=All` and reports what would
 //!   change, down to field paths; a custom resource whose CRD only this plan creates is
 //!   reported "not served yet" instead of failing. The CVO has no dry run.
+//! - **Progress reaches 100%.** Apply-time skips count as done, and ClusterVersion's
+//!   `Progressing` keeps the final count ("Cluster version is V: M of M done (100%
+//!   complete)"); see [`clusterversion`].
 //! - **One pass.** There is no reconcile loop: minicvo runs the graph once and exits.
 //!
 //! [`Plan`]: crate::plan::Plan
