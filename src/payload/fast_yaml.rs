@@ -33,8 +33,16 @@ fn give_up<T>() -> Option<T> {
     None
 }
 
-/// One document: the 1-based line where its root node starts, and its value.
-pub(crate) type Document = (usize, Value);
+/// One document of a stream.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Document {
+    /// The 1-based line where its root node starts.
+    pub line: usize,
+    /// The document.
+    pub value: Value,
+    /// Bytes of source text from that line to the end of the document.
+    pub source_len: usize,
+}
 
 /// Parses a multi-document YAML stream, skipping empty documents. `None` means "not sure":
 /// parse it with serde-saphyr instead.
@@ -148,7 +156,15 @@ impl<'a> Parser<'a> {
         if self.next_content(next).is_some() {
             return give_up();
         }
-        Some(Some((first + 1, value)))
+        // Lines are slices of one text: their distance in memory is their distance in it.
+        let last = self.lines[end - 1];
+        let source_len =
+            last.as_ptr() as usize + last.len() + 1 - self.lines[first].as_ptr() as usize;
+        Some(Some(Document {
+            line: first + 1,
+            value,
+            source_len,
+        }))
     }
 
     /// The first line at or after `from` that is neither blank nor a comment.
@@ -239,11 +255,12 @@ impl<'a> Parser<'a> {
             let KeyScan::Key(key, after) = self.key_at(li, m)? else {
                 return give_up();
             };
-            if map.contains_key(&key) {
+            // One hash per key: look the key up once, then fill the slot.
+            let serde_json::map::Entry::Vacant(slot) = map.entry(key) else {
                 return give_up();
-            }
+            };
             let (value, next) = self.value(li, after, m)?;
-            map.insert(key, value);
+            slot.insert(value);
             let Some(nl) = self.next_content(next) else {
                 return Some((Value::Object(map), self.end));
             };
@@ -799,10 +816,10 @@ impl Flow<'_> {
                 return give_up();
             }
             let value = self.node()?;
-            if map.contains_key(&key) {
+            let serde_json::map::Entry::Vacant(slot) = map.entry(key) else {
                 return give_up();
-            }
-            map.insert(key, value);
+            };
+            slot.insert(value);
             self.skip_spaces();
             match self.peek()? {
                 b',' => {

@@ -50,7 +50,14 @@ pub(crate) fn yaml_options() -> serde_saphyr::Options {
 struct RawDocument {
     line: usize,
     value: Value,
+    /// An upper bound of the object's size as compact JSON known from its source text, or
+    /// `usize::MAX` when the source does not bound it (aliases can expand).
+    json_len_bound: usize,
 }
+
+/// How much larger than its source a document of the YAML fast path can get as compact JSON:
+/// at most 4.5 times (`9e15` prints as `9000000000000000.0`; `a:` as `"a":null`), with margin.
+pub(super) const FAST_PATH_JSON_EXPANSION: usize = 8;
 
 /// Parses the text of one file of `release-manifests/` (not templated) with the loader's
 /// checks: the same documents, the same errors and the same limits as [`crate::load`]. Errors
@@ -111,6 +118,7 @@ fn parse_json_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadErr
                 docs.push(RawDocument {
                     line: line_of_offset(text, start + skipped),
                     value,
+                    json_len_bound: usize::MAX,
                 });
             }
             Some(Err(e)) => {
@@ -132,7 +140,11 @@ fn parse_yaml_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadErr
     if let Some(docs) = super::fast_yaml::parse_stream(text) {
         return Ok(docs
             .into_iter()
-            .map(|(line, value)| RawDocument { line, value })
+            .map(|d| RawDocument {
+                line: d.line,
+                value: d.value,
+                json_len_bound: d.source_len.saturating_mul(FAST_PATH_JSON_EXPANSION),
+            })
             .collect());
     }
     parse_yaml_stream_saphyr(file, text)
@@ -158,7 +170,11 @@ fn parse_yaml_stream_saphyr(file: &str, text: &str) -> Result<Vec<RawDocument>, 
     match saphyr_documents(text) {
         Ok(docs) => Ok(docs
             .into_iter()
-            .map(|(line, value)| RawDocument { line, value })
+            .map(|(line, value)| RawDocument {
+                line,
+                value,
+                json_len_bound: usize::MAX,
+            })
             .collect()),
         Err(e) => {
             let location = e.location();
@@ -341,7 +357,11 @@ fn check_document(
     document: usize,
     doc: RawDocument,
 ) -> Result<Manifest, LoadError> {
-    let RawDocument { line, value } = doc;
+    let RawDocument {
+        line,
+        value,
+        json_len_bound,
+    } = doc;
     let invalid = |message: String| LoadError::Invalid {
         file: file.to_string(),
         document,
@@ -432,7 +452,10 @@ fn check_document(
             }
         }
     }
-    if exceeds_json_size(&value, MAX_OBJECT_BYTES) {
+    if json_len_bound > MAX_OBJECT_BYTES
+        && json_size_bound(&value) > MAX_OBJECT_BYTES
+        && exceeds_json_size(&value, MAX_OBJECT_BYTES)
+    {
         return Err(invalid(format!(
             "object is larger than {} MiB as JSON, more than the kube-apiserver accepts in one request",
             MAX_OBJECT_BYTES / (1024 * 1024)
@@ -455,6 +478,32 @@ fn check_document(
         },
         object: value,
     })
+}
+
+/// An upper bound of the size of `value` as compact JSON, without writing it: strings count
+/// their escapes, numbers count as 24 bytes (the longest a number prints as). Several times
+/// cheaper than serializing, so only objects near the limit are serialized.
+fn json_size_bound(value: &Value) -> usize {
+    fn string(s: &str) -> usize {
+        // `"`, `\` and control characters print escaped, as at most 6 bytes.
+        let escaped: usize = s
+            .bytes()
+            .map(|b| usize::from(b < 0x20 || b == b'"' || b == b'\\'))
+            .sum();
+        s.len() + 2 + 5 * escaped
+    }
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string(s),
+        Value::Array(items) => 2 + items.iter().map(|v| json_size_bound(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| string(k) + 2 + json_size_bound(v))
+                .sum::<usize>()
+        }
+    }
 }
 
 /// Whether `value` serialized as compact JSON takes more than `limit` bytes. Stops writing as

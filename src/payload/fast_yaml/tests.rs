@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use std::cell::Cell;
 
 use super::parse_stream;
-use crate::payload::parse::saphyr_documents;
+use crate::payload::parse::{FAST_PATH_JSON_EXPANSION, saphyr_documents};
 
 thread_local! {
     /// The source line of the last `give_up()`, to say why a file is not taken.
@@ -21,6 +21,19 @@ fn agrees(text: &str) -> bool {
     let Some(fast) = parse_stream(text) else {
         return false;
     };
+    for d in &fast {
+        assert!(d.source_len <= text.len() + 1, "input: {text:?}");
+        // The loader skips its object size check for documents this bound keeps small.
+        let json = serde_json::to_string(&d.value).expect("serializes");
+        assert!(
+            json.len() <= d.source_len * FAST_PATH_JSON_EXPANSION,
+            "{} bytes of JSON from {} bytes of YAML: {text:?}",
+            json.len(),
+            d.source_len
+        );
+    }
+    let fast: Vec<(usize, serde_json::Value)> =
+        fast.into_iter().map(|d| (d.line, d.value)).collect();
     match saphyr_documents(text) {
         Ok(reference) => {
             let render = |docs: &[(usize, serde_json::Value)]| -> Vec<(usize, String)> {
@@ -38,6 +51,11 @@ fn agrees(text: &str) -> bool {
 
 /// Inputs the fast path must take (and get right).
 const FAST: &[&str] = &[
+    "a: 9e15",
+    "a: [y, n, ~, 1e15, 9e15]",
+    "a:\nb:\nc:\n",
+    "a: \"\\0\\e\\a\"",
+    "a: |\n  x\n\n\n\n  y\n",
     "a: 1",
     "1: a\nyes: b\non: c\nY: d",
     "a: 09\nb: 00\nc: 0x_1f\nd: 0X1F\ne: -.nan\nf: -inf\ng: 017\nh: -017\ni: 0o17\nj: 0b101",
