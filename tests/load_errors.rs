@@ -345,3 +345,16 @@ fn image_references_without_a_name_is_named() {
         "release-manifests/image-references: invalid image references: missing metadata.name\nhint: name the ImageStream after the release version, 4.14.0"
     );
 }
+
+#[test]
+fn release_version_is_the_version_without_release_metadata() {
+    let dir = payload(&[("0000_10_a_x.yaml", CM)]);
+    let options = LoadOptions {
+        release_version: Some("4.15.2".into()),
+        ..LoadOptions::default()
+    };
+    assert_eq!(
+        load(dir.path(), &options).unwrap().version().as_deref(),
+        Some("4.15.2")
+    );
+}

@@ -72,13 +72,18 @@ pub struct Payload {
     pub excluded: Vec<Excluded>,
     /// Non-fatal problems (missing metadata, skipped template files).
     pub warnings: Vec<String>,
+    /// `--release-version`, which is the version when `release-metadata` is missing.
+    pub release_version: Option<String>,
 }
 
 impl Payload {
     /// The release version from `release-metadata`, or the `--release-version` override.
     #[must_use]
     pub fn version(&self) -> Option<String> {
-        self.metadata.as_ref().map(|m| m.version.to_string())
+        self.metadata
+            .as_ref()
+            .map(|m| m.version.to_string())
+            .or_else(|| self.release_version.clone())
     }
 }
 
@@ -316,6 +321,7 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         manifests,
         excluded,
         warnings,
+        release_version: options.release_version.clone(),
     })
 }
 
