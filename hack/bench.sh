@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks of minicvo against the CVO's own loader and against kubectl. Results
+# are ratios measured in the same run, rounds alternating the order, medians reported; never a
+# test, never part of hack/test.sh. See BENCHMARKS.md for figures and how to read them.
+#
+#   hack/bench.sh load     load + plan: minicvo vs the CVO's loader (hack/tools/cvoload) on
+#                          ../shared/payloads/openshift-multi and synthetic payloads of 1k, 10k
+#                          and 50k objects; time, peak RSS, allocation
+#   hack/bench.sh divan    the divan benches (cargo bench --bench load_plan)
+#   hack/bench.sh apply    apply on a fresh test control plane: minicvo vs kubectl apply
+#                          --server-side, 1,000 objects; re-apply; ClusterOperator wait latency;
+#                          memory of minicvo apply on openshift-multi (with stub CRDs)
+#   hack/bench.sh all      all of the above
+#
+# Environment:
+#   ROUNDS=5          rounds per comparison (each round runs both sides, order alternating)
+#   WARM=5            loads per process for the warm (in-process) load figures
+#   SIZES="1000 10000 50000"   synthetic payload sizes for `load`
+#   BEFORE=<git ref>  also run the loadbench of this commit (built in target/bench-before) in
+#                     `load`, for before/after ratios
+#   APPLY_N=1000      objects for `apply`
+#
+# Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+ROUNDS=${ROUNDS:-5}
+WARM=${WARM:-5}
+SIZES=${SIZES:-"1000 10000 50000"}
+APPLY_N=${APPLY_N:-1000}
+CORPUS=$ROOT/../shared/payloads/openshift-multi
+export GOTOOLCHAIN=local GOFLAGS=-modcacherw
+
+say() { echo "bench: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
+OUT=$ROOT/target/bench/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+RAW=$OUT/raw.txt
+WORK=$(mktemp -d)
+cleanup_fns=()
+cleanup() {
+  local f
+  for f in "${cleanup_fns[@]}"; do "$f" || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+machine() {
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' (with uncommitted changes in src/)')"
+  echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM"
+  echo "- load average at start: $LOAD_AT_START (other engineers' builds share the 2 cores)"
+  echo "- rounds: $ROUNDS, alternating order; medians over rounds"
+}
+
+# median: reads numbers on stdin, prints their median.
+median() {
+  sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'
+}
+
+# field LINE KEY: the value of KEY=... in a key=value line.
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n1; }
+
+# record CASE TOOL METRIC VALUE: one raw measurement.
+record() { echo "$1 $2 $3 $4" >>"$RAW"; }
+
+# med CASE TOOL METRIC: the median of the recorded values.
+med() { awk -v c="$1" -v t="$2" -v m="$3" '$1==c && $2==t && $3==m {print $4}' "$RAW" | median; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "nan" && b != "nan") printf "%.1fx", a / b; else print "n/a" }'; }
+
+now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
+
+build_load_tools() {
+  say "building loadbench and minicvo (release)"
+  cargo build --release --example loadbench --bin minicvo >&2
+  say "building hack/tools/cvoload"
+  (cd hack/tools/cvoload && go build -o "$WORK/cvoload" .) >&2
+  LOADBENCH=$ROOT/target/release/examples/loadbench
+  MINICVO=$ROOT/target/release/minicvo
+  BEFORE_BENCH=
+  if [[ -n ${BEFORE:-} ]]; then
+    local wt=$ROOT/target/bench-before
+    say "building loadbench at $BEFORE in $wt"
+    if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
+    git -C "$wt" checkout -q --detach "$BEFORE"
+    ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
+    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --example loadbench) >&2
+    BEFORE_BENCH=$ROOT/target/bench-before-target/release/examples/loadbench
+  fi
+}
+
+# timed CASE TOOL KIND CMD...: run CMD under /usr/bin/time, record wall ms and peak RSS, and the
+# summary line's figures.
+timed() {
+  local c=$1 t=$2 kind=$3
+  shift 3
+  local start end line
+  start=$(now_ms)
+  if [[ $t == cli ]]; then
+    /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$@" >/dev/null 2>&1
+    line=
+  else
+    line=$(/usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$@" | tail -n1)
+  fi
+  end=$(now_ms)
+  echo "$c $t $kind: $line $(cat "$WORK/time")" >>"$OUT/lines.txt"
+  record "$c" "$t" "${kind}_process_ms" $((end - start))
+  record "$c" "$t" "${kind}_rss_kib" "$(sed -n 's/^rss_kib=//p' "$WORK/time")"
+  case $line in
+    summary*)
+      record "$c" "$t" "${kind}_first_ms" "$(field "$line" first_ms)"
+      record "$c" "$t" "${kind}_median_ms" "$(field "$line" median_ms)"
+      local alloc
+      alloc=$(field "$line" median_alloc_mib)
+      if [[ -n $alloc ]]; then record "$c" "$t" "${kind}_alloc_mib" "$alloc"; fi
+      ;;
+  esac
+}
+
+load_round() {
+  local c=$1 p=$2 r=$3
+  local -a sides=(go rust)
+  ((r % 2)) && sides=(rust go)
+  local s
+  for s in "${sides[@]}"; do
+    case $s in
+      go)
+        timed "$c" cvo cold "$WORK/cvoload" -n 1 "$p"
+        timed "$c" cvo warm "$WORK/cvoload" -n "$WARM" "$p"
+        ;;
+      rust)
+        timed "$c" minicvo cold "$LOADBENCH" load -n 1 "$p"
+        timed "$c" minicvo warm "$LOADBENCH" load -n "$WARM" "$p"
+        timed "$c" cli cold "$MINICVO" plan -q -o json "$p"
+        if [[ -n $BEFORE_BENCH ]]; then
+          timed "$c" before cold "$BEFORE_BENCH" load -n 1 "$p"
+          timed "$c" before warm "$BEFORE_BENCH" load -n "$WARM" "$p"
+        fi
+        ;;
+    esac
+  done
+}
+
+bench_load() {
+  build_load_tools
+  [[ -d $CORPUS ]] || die "corpus not found: $CORPUS"
+  local -a cases=("openshift-multi:$CORPUS")
+  local n
+  for n in $SIZES; do
+    say "generating a synthetic payload of $n objects"
+    "$LOADBENCH" gen "$n" "$WORK/synth-$n" >&2
+    cases+=("synthetic-$n:$WORK/synth-$n")
+  done
+  local r cs
+  for ((r = 0; r < ROUNDS; r++)); do
+    for cs in "${cases[@]}"; do
+      say "load round $((r + 1))/$ROUNDS: ${cs%%:*}"
+      load_round "${cs%%:*}" "${cs#*:}" "$r"
+    done
+  done
+
+  echo "## Load + plan"
+  echo
+  machine
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- minicvo: \`loadbench load\` (load + plan, updating mode) and \`minicvo plan -q -o json\`; CVO: \`cvoload\` (LoadUpdate: YAMLOrJSONDecoder into Unstructured, load only, no graph)"
+  echo
+  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for cs in "${cases[@]}"; do
+    local c=${cs%%:*}
+    local gw rw gc rc cli grss rrss galloc
+    gw=$(med "$c" cvo warm_median_ms)
+    rw=$(med "$c" minicvo warm_median_ms)
+    gc=$(med "$c" cvo cold_process_ms)
+    rc=$(med "$c" minicvo cold_process_ms)
+    cli=$(med "$c" cli cold_process_ms)
+    grss=$(med "$c" cvo cold_rss_kib)
+    rrss=$(med "$c" minicvo cold_rss_kib)
+    galloc=$(med "$c" cvo warm_alloc_mib)
+    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | %.0f | %.0f | %s |\n' \
+      "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" \
+      "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" "$galloc"
+  done
+  if [[ -n $BEFORE_BENCH ]]; then
+    echo
+    echo "Before/after ($BEFORE vs HEAD), same rounds:"
+    echo
+    echo "| payload | before warm ms | after warm ms | speed-up | before peak RSS MiB | after peak RSS MiB |"
+    echo "|---|---|---|---|---|---|"
+    for cs in "${cases[@]}"; do
+      local c=${cs%%:*} bw aw brss arss
+      bw=$(med "$c" before warm_median_ms)
+      aw=$(med "$c" minicvo warm_median_ms)
+      brss=$(med "$c" before cold_rss_kib)
+      arss=$(med "$c" minicvo cold_rss_kib)
+      printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$bw" "$aw" "$(ratio "$bw" "$aw")" \
+        "$(awk -v k="$brss" 'BEGIN{print k/1024}')" "$(awk -v k="$arss" 'BEGIN{print k/1024}')"
+    done
+  fi
+  echo
+  echo "Raw measurements: $RAW"
+}
+
+bench_divan() {
+  echo "## divan (cargo bench --bench load_plan)"
+  echo
+  machine
+  echo
+  echo '```'
+  cargo bench --bench load_plan 2>/dev/null | sed 's/[[:space:]]*$//'
+  echo '```'
+}
+
+bench_apply() {
+  die "apply: not written yet"
+}
+
+case ${1:-} in
+  load) bench_load ;;
+  divan) bench_divan ;;
+  apply) bench_apply ;;
+  all)
+    bench_load
+    echo
+    bench_divan
+    echo
+    bench_apply
+    ;;
+  *)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
