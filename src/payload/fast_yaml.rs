@@ -349,7 +349,8 @@ impl<'a> Parser<'a> {
         let s = &line[col..];
         let b = s.as_bytes();
         match b[0] {
-            b'|' => self.literal(li, col, parent),
+            b'|' => self.block_scalar(li, col, parent, false),
+            b'>' => self.block_scalar(li, col, parent, true),
             b'"' | b'\'' => self.quoted(li, col, parent),
             b'[' | b'{' => {
                 let mut f = Flow {
@@ -360,7 +361,7 @@ impl<'a> Parser<'a> {
                 let v = f.node()?;
                 only_comment(&line[f.pos..]).then_some((v, li + 1))
             }
-            b'>' | b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b']' | b'}' | b',' | b'#' => None,
+            b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b']' | b'}' | b',' | b'#' => give_up(),
             b'-' | b'?' | b':' if matches!(b.get(1), None | Some(b' ')) => None,
             _ => self.plain(li, col, parent),
         }
@@ -444,7 +445,8 @@ impl<'a> Parser<'a> {
                 escaped_break = true;
                 continue;
             }
-            if l.len() - t.len() <= parent {
+            // serde-saphyr takes continuation lines as deep as the key; shallower ones it may not.
+            if l.len() - t.len() < parent {
                 return give_up();
             }
             if !escaped_break {
@@ -463,8 +465,15 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A literal block scalar (`|` or `|-`) whose header is at `(li, col)`.
-    fn literal(&mut self, li: usize, col: usize, parent: usize) -> Option<(Value, usize)> {
+    /// A literal (`|`) or folded (`>`) block scalar whose header is at `(li, col)`, with
+    /// chomping (`-`, `+`) but no indentation indicator.
+    fn block_scalar(
+        &mut self,
+        li: usize,
+        col: usize,
+        parent: usize,
+        folded: bool,
+    ) -> Option<(Value, usize)> {
         let header = &self.lines[li][col + 1..];
         let (chomp, rest) = match header.as_bytes().first() {
             Some(b'-') => (Chomp::Strip, &header[1..]),
@@ -494,6 +503,8 @@ impl<'a> Parser<'a> {
         let mut buf = "\n".repeat(leading);
         let mut empties = 0usize;
         let mut first = true;
+        // Whether the previous line of a folded scalar was more indented (kept as is).
+        let mut prev_spaced = false;
         while i < self.end {
             let l = self.lines[i];
             if l.trim_start_matches(' ').is_empty() {
@@ -507,15 +518,25 @@ impl<'a> Parser<'a> {
             if indent(l) < n {
                 break;
             }
+            let text = &l[n..];
+            let spaced = text.starts_with(' ');
             if !first {
-                buf.push('\n');
+                if folded && !spaced && !prev_spaced {
+                    // Folding: one line break is a space; with empty lines, it is dropped.
+                    if empties == 0 {
+                        buf.push(' ');
+                    }
+                } else {
+                    buf.push('\n');
+                }
             }
             for _ in 0..empties {
                 buf.push('\n');
             }
             empties = 0;
             first = false;
-            buf.push_str(&l[n..]);
+            prev_spaced = spaced;
+            buf.push_str(text);
             i += 1;
         }
         match chomp {
@@ -936,7 +957,7 @@ fn int_magnitude(rest: &str) -> Option<u128> {
             b'0'..=b'9' => u32::from(b - b'0'),
             b'a'..=b'f' => u32::from(b - b'a') + 10,
             b'A'..=b'F' => u32::from(b - b'A') + 10,
-            _ => return give_up(),
+            _ => return None,
         };
         if d >= radix {
             return None;

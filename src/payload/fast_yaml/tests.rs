@@ -51,6 +51,13 @@ fn agrees(text: &str) -> bool {
 
 /// Inputs the fast path must take (and get right).
 const FAST: &[&str] = &[
+    "a: >\n  folded\n  text\n",
+    "a: >-\n  one\n  two\n\n  three\n\n\n  four\n",
+    "a: >\n  a\n    more\n  b\n",
+    "a: >\n  a\n\n    more\n    more 2\n\n  b\n  c\n",
+    "a: >+\n  x\n  y\n\n",
+    "a: >\n\n  x\n",
+    "a:\n  b: >-\n    {\n      \"k\": \"v\"\n    }\n  c: 1\n",
     "a: 9e15",
     "a: [y, n, ~, 1e15, 9e15]",
     "a:\nb:\nc:\n",
@@ -95,6 +102,16 @@ const FAST: &[&str] = &[
 
 /// Inputs of all kinds: the fast path may give up, but must never disagree.
 const ANY: &[&str] = &[
+    "a: >\n    spaced first\n  b\n",
+    "a: >\n  x\n   \n  y\n",
+    "a: >\n   x\n  y\n",
+    "a:\n  b: 'x\n y'\n",
+    "a:\n  b: 'x\n  y'\n  c: 1\n",
+    "a:\n  b: \"x\n  y\"\n",
+    "- 'x\n  y'\n",
+    "a:\n- 'x\n  y'\n",
+    "a:\n  - 'x\n  y'\n",
+    "a:\n  - 'x\n   y'\n",
     "a: b\n  - c",
     "a: b\n  -c",
     "a: b\n  ? c",
@@ -140,7 +157,6 @@ const ANY: &[&str] = &[
     "a: &x 1\nb: *x",
     "a: !!str 1",
     "<<: {a: 1}",
-    "a: >\n  folded\n  text\n",
     "a: |+\n  keep\n\n",
     "a: |2\n   x\n",
     "%YAML 1.2\n---\na: 1",
@@ -238,13 +254,14 @@ fn fast_path_agrees_on_the_whole_corpus_and_covers_most_of_it() {
     }
     // The fast path is only worth having if it takes nearly all of a real payload.
     assert!(
-        fast_bytes * 100 >= all_bytes * 95,
+        fast_bytes * 100 >= all_bytes * 99,
         "fast path took {fast_bytes} of {all_bytes} bytes; gave up on {slow:?}"
     );
 }
 
 /// Documents to mutate: one of each construct the fast path handles.
 const SEEDS: &[&str] = &[
+    "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: |\n      sum(rate(x[5m])) > 0\n    annotations:\n      description: >-\n        folded text\n        over lines\n\n        and a paragraph\n          kept\n      summary: >\n        one\n    labels: {severity: warning}\n",
     "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n  namespace: b\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\nspec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n      - name: c\n        args: [\"--v=2\", x]\n        env:\n        - name: A\n          value: 'q''s'\n      volumes:\n      - configMap:\n          defaultMode: 0644\n",
     "a:\n  description: a long plain\n    scalar folded\n\n    over lines\n  rule: 'self.x ? y\n    : z'\n  b: |-\n    line 1\n      line 2\n\n    line 3\n  c: \"esc\\\n    aped \\u00e9\"\n---\nd:\n- - 1\n  - {e: f, g: [h, 'i']}\n- k: ~\n  l:\n  - m\n",
 ];
