@@ -80,7 +80,7 @@ pub(crate) fn parse_stream(text: &str) -> Option<Vec<Document>> {
         if end == n {
             return Some(docs);
         }
-        let rest = p.lines[end][3..].trim_start_matches(' ');
+        let rest = trim_spaces_start(&p.lines[end][3..]);
         if !rest.is_empty() && !rest.starts_with('#') {
             return give_up();
         }
@@ -92,8 +92,15 @@ pub(crate) fn parse_stream(text: &str) -> Option<Vec<Document>> {
 /// `\n`. Tabs, CR, control characters, the BOM and the YAML 1.1 line breaks (NEL, LS, PS)
 /// go to serde-saphyr.
 fn simple_chars(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    if bytes.iter().all(|&b| (b >= 0x20 && b < 0x7f) || b == b'\n') {
+    // Printable ASCII and `\n` only, checked 64 bytes at a time without branches (the
+    // compiler vectorizes the inner loop).
+    let ascii = text.as_bytes().chunks(64).all(|chunk| {
+        let bad = chunk.iter().fold(0u8, |acc, &b| {
+            acc | u8::from((b < 0x20 && b != b'\n') || b >= 0x7f)
+        });
+        bad == 0
+    });
+    if ascii {
         return true;
     }
     text.chars().all(|c| match c {
@@ -110,8 +117,19 @@ fn is_marker(line: &str, marker: &str) -> bool {
     line.starts_with(marker) && matches!(line.as_bytes().get(3), None | Some(b' '))
 }
 
+/// Leading spaces of a line (bytes, not chars: the hot loop of the fast path).
 fn indent(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    line.bytes().take_while(|&b| b == b' ').count()
+}
+
+/// `s` without leading spaces.
+fn trim_spaces_start(s: &str) -> &str {
+    &s[indent(s)..]
+}
+
+/// `s` without trailing spaces.
+fn trim_spaces_end(s: &str) -> &str {
+    &s[..s.len() - s.bytes().rev().take_while(|&b| b == b' ').count()]
 }
 
 /// Whether `rest` (the text at a node position) starts a block sequence entry.
@@ -121,7 +139,7 @@ fn is_entry(rest: &str) -> bool {
 
 /// What the text after a node ends with: nothing, or spaces and then a comment.
 fn only_comment(rest: &str) -> bool {
-    let t = rest.trim_start_matches(' ');
+    let t = trim_spaces_start(rest);
     t.is_empty() || (t.starts_with('#') && t.len() < rest.len())
 }
 
@@ -170,7 +188,7 @@ impl<'a> Parser<'a> {
     /// The first line at or after `from` that is neither blank nor a comment.
     fn next_content(&self, from: usize) -> Option<usize> {
         (from..self.end).find(|&i| {
-            let t = self.lines[i].trim_start_matches(' ');
+            let t = trim_spaces_start(self.lines[i]);
             !t.is_empty() && !t.starts_with('#')
         })
     }
@@ -199,7 +217,7 @@ impl<'a> Parser<'a> {
                     }
                     return Some(KeyScan::Key(key, col + close + 1));
                 }
-                if after.trim_start_matches(' ').starts_with(':') {
+                if trim_spaces_start(after).starts_with(':') {
                     return give_up();
                 }
                 Some(KeyScan::NotKey)
@@ -213,7 +231,7 @@ impl<'a> Parser<'a> {
                     match b[i] {
                         b'#' if b[i - 1] == b' ' => return Some(KeyScan::NotKey),
                         b':' if matches!(b.get(i + 1), None | Some(b' ')) => {
-                            let key = s[..i].trim_end_matches(' ');
+                            let key = trim_spaces_end(&s[..i]);
                             // Keys are taken as written; null-like keys, merge keys and keys
                             // with comments or a second `: ` go to serde-saphyr.
                             if matches!(key, "" | "~" | "null" | "Null" | "NULL" | "<<")
@@ -296,7 +314,7 @@ impl<'a> Parser<'a> {
             }
             return Some((Value::Null, nl));
         }
-        let col = line.len() - rest.trim_start_matches(' ').len();
+        let col = line.len() - trim_spaces_start(rest).len();
         self.enter()?;
         let out = self.inline(li, col, m);
         self.depth -= 1;
@@ -322,7 +340,7 @@ impl<'a> Parser<'a> {
                     }
                 }
             } else {
-                let col = line.len() - rest.trim_start_matches(' ').len();
+                let col = line.len() - trim_spaces_start(rest).len();
                 self.node(li, col, s)?
             };
             items.push(item);
@@ -379,7 +397,7 @@ impl<'a> Parser<'a> {
         let mut next = li + 1;
         for i in li + 1..self.end {
             let l = self.lines[i];
-            let t = l.trim_start_matches(' ');
+            let t = trim_spaces_start(l);
             if t.is_empty() {
                 breaks += 1;
                 continue;
@@ -437,7 +455,7 @@ impl<'a> Parser<'a> {
                 return give_up();
             }
             let l = self.lines[i];
-            let t = l.trim_start_matches(' ');
+            let t = trim_spaces_start(l);
             if t.is_empty() {
                 q.buf.push('\n');
                 i += 1;
@@ -485,7 +503,7 @@ impl<'a> Parser<'a> {
         }
         let mut i = li + 1;
         let mut leading = 0usize;
-        while i < self.end && self.lines[i].trim_start_matches(' ').is_empty() {
+        while i < self.end && trim_spaces_start(self.lines[i]).is_empty() {
             if self.lines[i].len() > parent {
                 return give_up();
             }
@@ -507,7 +525,7 @@ impl<'a> Parser<'a> {
         let mut prev_spaced = false;
         while i < self.end {
             let l = self.lines[i];
-            if l.trim_start_matches(' ').is_empty() {
+            if trim_spaces_start(l).is_empty() {
                 if l.len() > n {
                     return give_up();
                 }
@@ -568,13 +586,13 @@ fn plain_line(s: &str) -> Option<(&str, bool)> {
     for i in 0..b.len() {
         match b[i] {
             b'#' if i > 0 && b[i - 1] == b' ' => {
-                return Some((s[..i].trim_end_matches(' '), true));
+                return Some((trim_spaces_end(&s[..i]), true));
             }
             b':' if matches!(b.get(i + 1), None | Some(b' ')) => return give_up(),
             _ => {}
         }
     }
-    Some((s.trim_end_matches(' '), false))
+    Some((trim_spaces_end(s), false))
 }
 
 /// A quoted scalar that closes on the same line: its value and the offset just after the
@@ -753,7 +771,7 @@ impl Flow<'_> {
             }
         }
         self.pos = i;
-        Some(self.s[start..i].trim_end_matches(' '))
+        Some(trim_spaces_end(&self.s[start..i]))
     }
 
     fn sequence(&mut self) -> Option<Value> {
@@ -818,7 +836,7 @@ impl Flow<'_> {
                         i += 1;
                     }
                     self.pos = i;
-                    let k = self.s[start..i].trim_end_matches(' ');
+                    let k = trim_spaces_end(&self.s[start..i]);
                     if matches!(k, "null" | "Null" | "NULL") || k.len() < i - start {
                         return give_up();
                     }
