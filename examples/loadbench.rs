@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! loadbench load [-n N] [--mode M] PAYLOAD     load + plan N times in this process
-//! loadbench gen COUNT DIR [--replicas R]        write a synthetic payload of COUNT objects
+//! loadbench gen COUNT DIR [--replicas R] [--prefix P]
+//!                                               write a synthetic payload of COUNT objects
 //! ```
 //!
 //! Build with `cargo build --release --example loadbench`. This is a benchmark tool, not a
@@ -96,6 +97,7 @@ fn run_load(args: &[String]) -> Result<(), String> {
 
 fn run_gen(args: &[String]) -> Result<(), String> {
     let mut replicas = 1;
+    let mut prefix = None;
     let mut pos = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -106,6 +108,7 @@ fn run_gen(args: &[String]) -> Result<(), String> {
                     .and_then(|v| v.parse().ok())
                     .ok_or("--replicas needs a number")?;
             }
+            "--prefix" => prefix = Some(it.next().ok_or("--prefix needs a value")?.clone()),
             p => pos.push(p),
         }
     }
@@ -115,6 +118,9 @@ fn run_gen(args: &[String]) -> Result<(), String> {
     let count: usize = count.parse().map_err(|e| format!("COUNT: {e}"))?;
     let mut spec = synthetic::Spec::new(count);
     spec.replicas = replicas;
+    if let Some(p) = prefix {
+        spec.prefix = p;
+    }
     let files = synthetic::write(&PathBuf::from(dir), &spec).map_err(|e| e.to_string())?;
     println!("generated objects={count} files={files} dir={dir}");
     Ok(())

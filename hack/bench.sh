@@ -215,8 +215,161 @@ bench_divan() {
   echo '```'
 }
 
+# CPU seconds (user + system) used so far by the test plane's etcd and kube-apiserver.
+plane_cpu() {
+  local p t=0
+  for p in etcd kube-apiserver; do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$(<"$TESTPLANE_DIR/$p.pid")/stat")))
+  done
+  awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+
+# apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS and the
+# plane's CPU seconds.
+apply_run() {
+  local c=$1 t=$2 src=$3 start end cpu0 cpu1 requests
+  cpu0=$(plane_cpu)
+  start=$(now_ms)
+  case $t in
+    minicvo)
+      /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$src" --no-progress -q \
+        --no-cluster-version -o json >"$WORK/apply.json" || die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
+      requests=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"]; print(d["requests"])' "$WORK/apply.json")
+      ;;
+    kubectl)
+      /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
+        >/dev/null 2>"$WORK/kubectl.log" || die "kubectl apply failed: $(tail -n 5 "$WORK/kubectl.log")"
+      requests=$(grep -c '"Response"' "$WORK/kubectl.log")
+      ;;
+  esac
+  end=$(now_ms)
+  cpu1=$(plane_cpu)
+  record "$c" "$t" wall_ms $((end - start))
+  record "$c" "$t" requests "$requests"
+  record "$c" "$t" rss_kib "$(sed -n 's/^rss_kib=//p' "$WORK/time")"
+  record "$c" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+  echo "$c $t: $((end - start)) ms, $requests requests" >>"$OUT/lines.txt"
+}
+
+start_plane() {
+  local bin
+  bin=$(bash hack/build-testplane.sh | tail -n 1)
+  KUBECTL=$bin/kubectl
+  say "starting a fresh test control plane"
+  local env_lines
+  env_lines=$(TESTPLANE_BIN=$bin TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
+  eval "$env_lines"
+  export KUBECONFIG TESTPLANE_DIR
+  cleanup_fns+=(stop_plane)
+}
+
+stop_plane() {
+  [[ -n ${TESTPLANE_DIR:-} ]] && bash hack/testplane.sh stop "$TESTPLANE_DIR" >&2
+}
+
 bench_apply() {
-  die "apply: not written yet"
+  say "building minicvo, loadbench and waitbench (release)"
+  cargo build --release --bin minicvo --example loadbench --example waitbench >&2
+  LOADBENCH=$ROOT/target/release/examples/loadbench
+  MINICVO=$ROOT/target/release/minicvo
+  start_plane
+  local kind_counts="ConfigMaps, Deployments (replicas 0), ServiceAccounts, Roles, RoleBindings, ClusterRoles, ClusterRoleBindings"
+
+  # Warm-up (not recorded): discovery caches, etcd, both tools' first connection.
+  "$LOADBENCH" gen 100 "$WORK/warm-m" --replicas 0 --prefix warm-m >&2
+  "$LOADBENCH" gen 100 "$WORK/warm-k" --replicas 0 --prefix warm-k >&2
+  "$MINICVO" render "$WORK/warm-k" -o yaml >"$WORK/warm-k.yaml" 2>/dev/null
+  "$MINICVO" apply "$WORK/warm-m" --no-progress -q --no-cluster-version -o json >/dev/null
+  "$KUBECTL" apply --server-side -f "$WORK/warm-k.yaml" >/dev/null 2>&1
+
+  local r s
+  for ((r = 0; r < ROUNDS; r++)); do
+    say "apply round $((r + 1))/$ROUNDS: $APPLY_N objects each"
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/m$r" --replicas 0 --prefix "m$r" >&2
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/k$r" --replicas 0 --prefix "k$r" >&2
+    "$MINICVO" render "$WORK/k$r" -o yaml >"$WORK/k$r.yaml" 2>/dev/null
+    local -a sides=(minicvo kubectl)
+    ((r % 2)) && sides=(kubectl minicvo)
+    for s in "${sides[@]}"; do
+      case $s in
+        minicvo)
+          apply_run apply minicvo "$WORK/m$r"
+          apply_run reapply minicvo "$WORK/m$r"
+          ;;
+        kubectl)
+          apply_run apply kubectl "$WORK/k$r.yaml"
+          apply_run reapply kubectl "$WORK/k$r.yaml"
+          ;;
+      esac
+    done
+  done
+
+  say "ClusterOperator wait latency"
+  local line
+  "$ROOT/target/release/examples/waitbench" --operators "${WAIT_OPERATORS:-10}" >"$WORK/wait.txt"
+  while read -r line; do
+    case $line in
+      operator=*) record wait minicvo latency_ms "$(field "$line" latency_ms)" ;;
+    esac
+  done <"$WORK/wait.txt"
+  cat "$WORK/wait.txt" >>"$OUT/lines.txt"
+
+  say "memory of minicvo apply on openshift-multi (initializing, stub CRDs, simulated operators)"
+  # The namespaces the installer and other operators create on OpenShift.
+  local ns
+  for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
+import json, sys
+objs = json.load(sys.stdin)["items"]
+print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})))'); do
+    "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
+  done
+  "$MINICVO" simulate "$CORPUS" --release-version 4.17.0 -q >"$WORK/simulate.log" 2>&1 &
+  local sim=$!
+  local start end
+  start=$(now_ms)
+  /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$CORPUS" --stub-missing-crds \
+    --release-version 4.17.0 --mode initializing --wait-timeout 120s --no-progress -q -o json \
+    >"$WORK/multi.json" || say "openshift-multi apply reported failures (see $OUT/multi.json)"
+  end=$(now_ms)
+  kill "$sim" 2>/dev/null || true
+  wait "$sim" 2>/dev/null || true
+  cp "$WORK/multi.json" "$OUT/multi.json"
+  local multi
+  multi=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {k: v for k, v in d["counts"].items() if v}
+print("ok=%s tasks=%d requests=%d seconds=%.1f counts=%s" % (d["ok"], len(d["tasks"]), d["requests"], d["seconds"], c))' "$WORK/multi.json")
+
+  local mw kw mr kr mrw krw mrr krr mrss krss mcpu kcpu
+  mw=$(med apply minicvo wall_ms); kw=$(med apply kubectl wall_ms)
+  mr=$(med apply minicvo requests); kr=$(med apply kubectl requests)
+  mrw=$(med reapply minicvo wall_ms); krw=$(med reapply kubectl wall_ms)
+  mrr=$(med reapply minicvo requests); krr=$(med reapply kubectl requests)
+  mrss=$(med apply minicvo rss_kib); krss=$(med apply kubectl rss_kib)
+  mcpu=$(med apply minicvo plane_cpu_s); kcpu=$(med apply kubectl plane_cpu_s)
+  per() { awk -v a="$1" -v n="$APPLY_N" 'BEGIN { printf "%.3f", a / n }'; }
+
+  echo "## Apply"
+  echo
+  machine
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; minicvo \`apply\` (updating mode, default parallelism 16, release build) vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`"
+  echo
+  echo "| | minicvo | kubectl --server-side | ratio |"
+  echo "|---|---|---|---|"
+  echo "| first apply, wall ms (median) | $mw | $kw | **$(ratio "$kw" "$mw")** |"
+  echo "| first apply, requests per object | $(per "$mr") | $(per "$kr") | |"
+  echo "| re-apply unchanged, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
+  echo "| re-apply unchanged, requests per object | $(per "$mrr") | $(per "$krr") | |"
+  echo "| client peak RSS MiB (first apply) | $(awk -v k="$mrss" 'BEGIN{printf "%.0f", k/1024}') | $(awk -v k="$krss" 'BEGIN{printf "%.0f", k/1024}') | |"
+  echo "| kube-apiserver + etcd CPU s during the first apply | $mcpu | $kcpu | |"
+  echo
+  echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
+  echo
+  echo "\`minicvo apply\` of openshift-multi (initializing, --stub-missing-crds, operators played by \`minicvo simulate\`): peak RSS $(awk -v k="$(sed -n 's/^rss_kib=//p' "$WORK/time")" 'BEGIN{printf "%.0f", k/1024}') MiB, wall $((end - start)) ms; $multi"
+  echo
+  echo "Raw measurements: $RAW"
 }
 
 case ${1:-} in

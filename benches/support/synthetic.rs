@@ -18,7 +18,7 @@ use std::io;
 use std::path::Path;
 
 /// What to generate.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Spec {
     /// Number of objects, Namespaces included.
     pub count: usize,
@@ -30,6 +30,9 @@ pub struct Spec {
     pub docs_per_file: usize,
     /// `spec.replicas` of the Deployments.
     pub replicas: u32,
+    /// Prefix of every namespace and object name (`synth`), so that several payloads can be
+    /// applied to one cluster side by side.
+    pub prefix: String,
 }
 
 impl Spec {
@@ -42,6 +45,7 @@ impl Spec {
             run_levels: 5,
             docs_per_file: 8,
             replicas: 1,
+            prefix: "synth".to_string(),
         }
     }
 }
@@ -74,8 +78,7 @@ const KINDS: [&str; 20] = [
 
 const ANNOTATIONS: &str = "  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    include.release.openshift.io/single-node-developer: \"true\"\n";
 
-fn document(out: &mut String, kind: &str, comp: &str, name: &str, replicas: u32) {
-    let ns = format!("synth-{comp}");
+fn document(out: &mut String, kind: &str, ns: &str, name: &str, replicas: u32) {
     match kind {
         "Namespace" => {
             let _ = write!(
@@ -149,16 +152,17 @@ pub fn write(root: &Path, spec: &Spec) -> io::Result<usize> {
         let level = (b / comps + 1) * 10;
         let c = b % comps;
         let comp = format!("c{c:02}");
+        let ns = format!("{}-{comp}", spec.prefix);
         let in_block = spec.count / blocks + usize::from(b < spec.count % blocks);
         let mut docs: Vec<String> = Vec::with_capacity(in_block);
         for j in 0..in_block {
             let mut d = String::with_capacity(2048);
             if b < comps && j == 0 {
-                document(&mut d, "Namespace", &comp, "", spec.replicas);
+                document(&mut d, "Namespace", &ns, "", spec.replicas);
             } else {
                 let kind = KINDS[(made + j) % KINDS.len()];
-                let name = format!("synth-{comp}-{:06}", made + j);
-                document(&mut d, kind, &comp, &name, spec.replicas);
+                let name = format!("{}-{comp}-{:06}", spec.prefix, made + j);
+                document(&mut d, kind, &ns, &name, spec.replicas);
             }
             docs.push(d);
         }
