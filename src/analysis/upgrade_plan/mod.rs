@@ -22,7 +22,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::objects::{same_content, unified_diff};
+use super::objects::{mask_secret_pair, same_content, unified_diff};
 use super::placement::{Placement, Placements};
 use crate::filter::Filters;
 use crate::manifest::{Manifest, ObjectId};
@@ -125,16 +125,20 @@ impl UpgradePlan {
     }
 
     /// The unified diff of an entry's OLD and NEW documents (YAML), empty when there is not
-    /// both or they are equal.
+    /// both or they are equal. Secret values are masked: the diff shows that a value changed,
+    /// never what it is.
     #[must_use]
     pub fn diff(&self, e: &Entry) -> String {
         match (&e.old, self.new_manifest(e)) {
-            (Some(o), Some(n)) if !o.is_delete() && !n.is_delete() => unified_diff(
-                Some(&o.object),
-                Some(&n.object),
-                &format!("old/{}#{}", o.path(), o.document),
-                &format!("new/{}#{}", n.path(), n.document),
-            ),
+            (Some(o), Some(n)) if !o.is_delete() && !n.is_delete() => {
+                let (old, new) = mask_secret_pair(Some(&o.object), Some(&n.object));
+                unified_diff(
+                    old.as_ref(),
+                    new.as_ref(),
+                    &format!("old/{}#{}", o.path(), o.document),
+                    &format!("new/{}#{}", n.path(), n.document),
+                )
+            }
             _ => String::new(),
         }
     }

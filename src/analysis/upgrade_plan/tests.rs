@@ -162,6 +162,30 @@ fn updated_object_has_a_unified_diff() {
 }
 
 #[test]
+fn upgrade_plan_diff_masks_secret_values() {
+    let secret = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: x\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\ndata:\n  token: {value}\nstringData:\n  password: {value}-clear\n"
+        )
+    };
+    let dirs: Vec<tempfile::TempDir> = ["b2xkLXZhbHVl", "bmV3LXZhbHVl"]
+        .iter()
+        .map(|v| {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::write(d.path().join("0000_10_a_secret.yaml"), secret(v)).unwrap();
+            d
+        })
+        .collect();
+    let up = upgrade(dirs[0].path(), dirs[1].path());
+    let e = up.entries.iter().find(|e| e.id.kind == "Secret").unwrap();
+    let d = up.diff(e);
+    assert!(d.contains("+  token: \"*** (after)\""), "{d}");
+    for value in ["b2xkLXZhbHVl", "bmV3LXZhbHVl"] {
+        assert!(!d.contains(value), "the diff shows a Secret value:\n{d}");
+    }
+}
+
+#[test]
 fn mco_4_13_to_before_fix_deletes_the_binding_at_run_level_80() {
     let up = upgrade(&corpus("mco-4.13"), &corpus("mco-before-fix"));
     let deleted: Vec<_> = up
