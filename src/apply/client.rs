@@ -175,6 +175,20 @@ pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<Connection, ConnectError> {
+    connect_with(kubeconfig, context, false).await
+}
+
+/// Connects as [`connect`] does; `insecure_skip_tls_verify` turns off the verification of the
+/// API server's certificate, as kubectl's flag of that name does. Whenever verification is off
+/// (by this flag or by `insecure-skip-tls-verify` in the kubeconfig), a warning is logged.
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_with(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    insecure_skip_tls_verify: bool,
+) -> Result<Connection, ConnectError> {
     let (kc, source_name) = match kubeconfig {
         Some(path) => (
             Some(
@@ -240,6 +254,10 @@ pub async fn connect(
             (config, None)
         }
     };
+    let mut config = config;
+    if insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+    }
     let mut connection = from_config(config)?;
     connection.context = context_name;
     Ok(connection)
@@ -252,6 +270,13 @@ pub async fn connect(
 pub fn from_config(mut config: Config) -> Result<Connection, ConnectError> {
     config.default_retry = false;
     let server = config.cluster_url.to_string();
+    if config.accept_invalid_certs {
+        tracing::warn!(
+            "TLS verification is off (--insecure-skip-tls-verify or insecure-skip-tls-verify in \
+             the kubeconfig): {server} is not authenticated, and whoever is in between can read \
+             the credentials and every object sent"
+        );
+    }
     let requests = RequestCounter::new();
     let client = ClientBuilder::try_from(config)
         .map_err(|source| ConnectError::Client {

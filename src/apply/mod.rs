@@ -77,7 +77,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use client::{Connection, RequestCounter, connect};
+pub use client::{Connection, RequestCounter, connect, connect_with};
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
 pub use runner::RunnerOptions;

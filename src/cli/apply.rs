@@ -52,6 +52,10 @@ pub struct ApplyArgs {
     /// Kubeconfig context (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
+    /// Do not verify the API server's certificate (insecure: the server is not authenticated;
+    /// minicvo warns). Prefer adding the cluster's CA to the kubeconfig.
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
     /// Which CVO graph and rules: updating (run-levels in order, deletes issued),
     /// initializing (everything parallel, waits need only Available), reconciling.
     #[arg(long, default_value = "updating", value_parser = parse_mode)]
@@ -125,9 +129,13 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         .enable_all()
         .build()?;
     let report = runtime.block_on(async {
-        let conn = engine::connect(a.kubeconfig.as_deref(), a.context.as_deref())
-            .await
-            .map_err(|e| UsageError(e.to_string()))?;
+        let conn = engine::connect_with(
+            a.kubeconfig.as_deref(),
+            a.context.as_deref(),
+            a.insecure_skip_tls_verify,
+        )
+        .await
+        .map_err(|e| UsageError(e.to_string()))?;
         tracing::info!(
             "using context {} on {}",
             conn.context.as_deref().unwrap_or("(in-cluster)"),

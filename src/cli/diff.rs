@@ -38,6 +38,10 @@ pub struct DiffArgs {
     /// Kubeconfig context (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
+    /// Do not verify the API server's certificate (insecure: the server is not authenticated;
+    /// minicvo warns). Prefer adding the cluster's CA to the kubeconfig.
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
     /// Field manager of the dry-run applies; use the one `minicvo apply` used.
     #[arg(long, default_value = "minicvo")]
     pub field_manager: String,
@@ -66,9 +70,13 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let conn = minicvo::apply::connect(a.kubeconfig.as_deref(), a.context.as_deref())
-            .await
-            .map_err(|e| UsageError(e.to_string()))?;
+        let conn = minicvo::apply::connect_with(
+            a.kubeconfig.as_deref(),
+            a.context.as_deref(),
+            a.insecure_skip_tls_verify,
+        )
+        .await
+        .map_err(|e| UsageError(e.to_string()))?;
         tracing::info!(
             "comparing with context {} on {}",
             conn.context.as_deref().unwrap_or("(in-cluster)"),
