@@ -286,15 +286,21 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
     let _one = exclusive().await;
     let client = plane().client().await;
     let mut table = vec![
-        "| payload | restart at request | API server down | first run | rerun |".to_string(),
-        "|---|---|---|---|---|".to_string(),
+        "| payload | restart at request | API server down | first run | retries | rerun |"
+            .to_string(),
+        "|---|---|---|---|---|---|".to_string(),
     ];
     let mut failures = Vec::new();
-    for (payload_name, restart_at) in [("synthetic 500", 120u64), ("sample 4.13→4.14", 25)] {
+    for (payload_name, restart_at, down_for) in [
+        ("synthetic 500", 120u64, 2u64),
+        ("synthetic 500", 300, 12),
+        ("sample 4.13→4.14", 25, 2),
+        ("sample 4.13→4.14", 28, 12),
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let (proxy, kc) = proxy(FaultMix::none(), tmp.path()).await;
         let (payload, extra, plan, player) = if payload_name.starts_with("synthetic") {
-            let prefix = "rel-restart";
+            let prefix = &format!("rel-restart-{restart_at}");
             let payload = fault_support::write_synthetic(tmp.path(), prefix, "1.0.0");
             fault_support::seed_synthetic(&client, prefix).await;
             let plan = fault_support::plan(&payload);
@@ -321,7 +327,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
                 if n == base + restart_at && restarted.fetch_add(1, Ordering::SeqCst) == 0 {
                     let down = down.clone();
                     std::thread::spawn(move || {
-                        let d = plane().restart_apiserver(Duration::from_secs(2));
+                        let d = plane().restart_apiserver(Duration::from_secs(down_for));
                         down.store(d.as_millis() as u64, Ordering::SeqCst);
                     });
                 }
@@ -363,8 +369,9 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
             problems.push(format!("rerun failed: {:?}", rerun.errors()));
         }
         table.push(format!(
-            "| {payload_name} | {restart_at} | {:.1}s | {first_outcome} | {} |",
+            "| {payload_name} | {restart_at} | {:.1}s | {first_outcome} | {} | {} |",
             down.load(Ordering::SeqCst) as f64 / 1000.0,
+            first.retries(),
             if problems.is_empty() {
                 "converged".to_string()
             } else {
@@ -376,7 +383,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
             failures.push(format!("{payload_name}: {problems:#?}"));
         }
         if payload_name.starts_with("synthetic") {
-            cleanup_namespaces(&client, "rel-restart").await;
+            cleanup_namespaces(&client, &format!("rel-restart-{restart_at}")).await;
         }
     }
     eprintln!("\n{}\n", table.join("\n"));

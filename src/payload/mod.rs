@@ -330,16 +330,20 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
 /// depth budget stops a document. Only touched pages are committed.
 const PARSE_STACK_BYTES: usize = 64 * 1024 * 1024;
 
-/// Runs `f` on a thread pool whose threads have [`PARSE_STACK_BYTES`] of stack, or on the
-/// global pool when such a pool cannot be built.
+/// Runs `f` on a thread pool whose threads have [`PARSE_STACK_BYTES`] of stack (built once per
+/// process), or on the global pool when such a pool cannot be built.
 fn on_parse_threads<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    match rayon::ThreadPoolBuilder::new()
-        .stack_size(PARSE_STACK_BYTES)
-        .thread_name(|i| format!("minicvo-parse-{i}"))
-        .build()
-    {
-        Ok(pool) => pool.install(f),
-        Err(_) => f(),
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .stack_size(PARSE_STACK_BYTES)
+            .thread_name(|i| format!("minicvo-parse-{i}"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
     }
 }
 
