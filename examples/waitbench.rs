@@ -7,7 +7,8 @@
 //! ```
 //!
 //! The payload: the ClusterOperator CRD, a Namespace, then K run-levels each holding two
-//! components (a ConfigMap and a ClusterOperator; a ConfigMap), then a last run-level. A task in this
+//! components (a ConfigMap and a ClusterOperator; a ConfigMap), then a last run-level.
+//! Run-levels are 100, 110, ...: three digits, so their string order is their number order. A task in this
 //! program plays the operators: when the apply starts waiting on operator i, it writes its
 //! status (the payload's version, Available, not Degraded) and notes the instant just before
 //! the write is sent. The latency of operator i is the first `TaskStarted` of the next
@@ -56,7 +57,7 @@ fn write_payload(dir: &Path, prefix: &str, operators: usize) -> std::io::Result<
         )
     };
     for i in 0..=operators {
-        let level = 10 + 10 * i;
+        let level = 100 + 10 * i;
         // Two components per run-level, so run-levels are separate steps of the graph.
         std::fs::write(
             rm.join(format!("0000_{level}_wb_00_config.yaml")),
@@ -195,7 +196,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .next()
             .and_then(|n| n.parse().ok())
             .ok_or("name")?;
-        let next_level = (10 + 10 * (i + 1)).to_string();
+        let next_level = (100 + 10 * (i + 1)).to_string();
         let start = first_start(&next_level).ok_or("next level never started")?;
         let ms = start.saturating_duration_since(*at).as_secs_f64() * 1000.0;
         println!("operator={i} latency_ms={ms:.1}");
