@@ -52,7 +52,7 @@ machine() {
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' (with uncommitted changes in src/)')"
   echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM"
   echo "- load average at start: $LOAD_AT_START (other engineers' builds share the 2 cores)"
-  echo "- rounds: $ROUNDS, alternating order; medians over rounds"
+  if [[ ${1:-} != divan ]]; then echo "- rounds: $ROUNDS, alternating order; medians over rounds"; fi
 }
 
 # median: reads numbers on stdin, prints their median.
@@ -208,7 +208,7 @@ bench_load() {
 bench_divan() {
   echo "## divan (cargo bench --bench load_plan)"
   echo
-  machine
+  machine divan
   echo
   echo '```'
   cargo bench --bench load_plan 2>/dev/null | sed 's/[[:space:]]*$//'

@@ -905,7 +905,7 @@ fn resolve_plain(s: &str) -> Option<Value> {
         return Some(Value::String(s.to_string()));
     }
     if let Some(rest) = s.strip_prefix('-') {
-        if let Some(v) = int_magnitude(rest).and_then(|m| neg_i64(m)) {
+        if let Some(v) = int_magnitude(rest).and_then(neg_i64) {
             return Some(Value::from(v));
         }
     } else if let Some(v) = int_magnitude(unsigned).and_then(|m| u64::try_from(m).ok()) {
