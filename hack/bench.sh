@@ -19,6 +19,8 @@
 #   BEFORE=<git ref>  also run the loadbench of this commit (built in target/bench-before) in
 #                     `load`, for before/after ratios
 #   APPLY_N=1000      objects for `apply`
+#   LATENCY_MS="10"   for `apply`: also run the rounds through examples/delayproxy with this
+#                     many ms of round-trip time added (a remote cluster); "" skips them
 #
 # Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
 set -euo pipefail
@@ -29,6 +31,7 @@ ROUNDS=${ROUNDS:-5}
 WARM=${WARM:-5}
 SIZES=${SIZES:-"1000 10000 50000"}
 APPLY_N=${APPLY_N:-1000}
+LATENCY_MS=${LATENCY_MS-10}
 CORPUS=$ROOT/../shared/payloads/openshift-multi
 export GOTOOLCHAIN=local GOFLAGS=-modcacherw
 
@@ -228,16 +231,17 @@ plane_cpu() {
 # plane's CPU seconds.
 apply_run() {
   local c=$1 t=$2 src=$3 start end cpu0 cpu1 requests
+  local kc=${APPLY_KUBECONFIG:-$KUBECONFIG}
   cpu0=$(plane_cpu)
   start=$(now_ms)
   case $t in
     minicvo)
-      /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$src" --no-progress -q \
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$src" --no-progress -q \
         --no-cluster-version -o json >"$WORK/apply.json" || die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
       requests=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"]; print(d["requests"])' "$WORK/apply.json")
       ;;
     kubectl)
-      /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
         >/dev/null 2>"$WORK/kubectl.log" || die "kubectl apply failed: $(tail -n 5 "$WORK/kubectl.log")"
       requests=$(grep -c '"Response"' "$WORK/kubectl.log")
       ;;
@@ -267,9 +271,61 @@ stop_plane() {
   [[ -n ${TESTPLANE_DIR:-} ]] && bash hack/testplane.sh stop "$TESTPLANE_DIR" >&2
 }
 
+# apply_rounds SUFFIX: ROUNDS rounds of first apply and re-apply by both tools, order
+# alternating, recorded as cases apply$SUFFIX and reapply$SUFFIX.
+apply_rounds() {
+  local x=$1 r s
+  for ((r = 0; r < ROUNDS; r++)); do
+    say "apply round $((r + 1))/$ROUNDS${x:+ ($x)}: $APPLY_N objects each"
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/m$x$r" --replicas 0 --prefix "m$x-$r" >&2
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/k$x$r" --replicas 0 --prefix "k$x-$r" >&2
+    "$MINICVO" render "$WORK/k$x$r" -o yaml >"$WORK/k$x$r.yaml" 2>/dev/null
+    local -a sides=(minicvo kubectl)
+    ((r % 2)) && sides=(kubectl minicvo)
+    for s in "${sides[@]}"; do
+      case $s in
+        minicvo)
+          apply_run "apply$x" minicvo "$WORK/m$x$r"
+          apply_run "reapply$x" minicvo "$WORK/m$x$r"
+          ;;
+        kubectl)
+          apply_run "apply$x" kubectl "$WORK/k$x$r.yaml"
+          apply_run "reapply$x" kubectl "$WORK/k$x$r.yaml"
+          ;;
+      esac
+    done
+  done
+}
+
+# start_delay_proxy MS: examples/delayproxy in front of the plane with MS of round-trip time;
+# sets APPLY_KUBECONFIG to a copy of the kubeconfig that goes through it.
+start_delay_proxy() {
+  local upstream
+  upstream=$(sed -n 's|^ *server: https://||p' "$KUBECONFIG" | head -n1)
+  "$ROOT/target/release/examples/delayproxy" --upstream "$upstream" --delay-ms "$1" >"$WORK/proxy.out" &
+  DELAY_PROXY=$!
+  cleanup_fns+=(stop_delay_proxy)
+  local i
+  for ((i = 0; i < 50; i++)); do
+    grep -q '^listening' "$WORK/proxy.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  local addr
+  addr=$(sed -n 's/^listening //p' "$WORK/proxy.out")
+  [[ -n $addr ]] || die "delayproxy did not start"
+  APPLY_KUBECONFIG=$WORK/kubeconfig-delay-$1
+  sed "s|server: https://$upstream|server: https://$addr|" "$KUBECONFIG" >"$APPLY_KUBECONFIG"
+}
+
+stop_delay_proxy() {
+  [[ -n ${DELAY_PROXY:-} ]] && kill "$DELAY_PROXY" 2>/dev/null
+  DELAY_PROXY=
+  unset APPLY_KUBECONFIG
+}
+
 bench_apply() {
   say "building minicvo, loadbench and waitbench (release)"
-  cargo build --release --bin minicvo --example loadbench --example waitbench >&2
+  cargo build --release --bin minicvo --example loadbench --example waitbench --example delayproxy >&2
   LOADBENCH=$ROOT/target/release/examples/loadbench
   MINICVO=$ROOT/target/release/minicvo
   start_plane
@@ -282,27 +338,12 @@ bench_apply() {
   "$MINICVO" apply "$WORK/warm-m" --no-progress -q --no-cluster-version -o json >/dev/null
   "$KUBECTL" apply --server-side -f "$WORK/warm-k.yaml" >/dev/null 2>&1
 
-  local r s
-  for ((r = 0; r < ROUNDS; r++)); do
-    say "apply round $((r + 1))/$ROUNDS: $APPLY_N objects each"
-    "$LOADBENCH" gen "$APPLY_N" "$WORK/m$r" --replicas 0 --prefix "m$r" >&2
-    "$LOADBENCH" gen "$APPLY_N" "$WORK/k$r" --replicas 0 --prefix "k$r" >&2
-    "$MINICVO" render "$WORK/k$r" -o yaml >"$WORK/k$r.yaml" 2>/dev/null
-    local -a sides=(minicvo kubectl)
-    ((r % 2)) && sides=(kubectl minicvo)
-    for s in "${sides[@]}"; do
-      case $s in
-        minicvo)
-          apply_run apply minicvo "$WORK/m$r"
-          apply_run reapply minicvo "$WORK/m$r"
-          ;;
-        kubectl)
-          apply_run apply kubectl "$WORK/k$r.yaml"
-          apply_run reapply kubectl "$WORK/k$r.yaml"
-          ;;
-      esac
-    done
-  done
+  apply_rounds ""
+  if [[ -n $LATENCY_MS ]]; then
+    start_delay_proxy "$LATENCY_MS"
+    apply_rounds "-rtt$LATENCY_MS"
+    stop_delay_proxy
+  fi
 
   say "ClusterOperator wait latency"
   local line
@@ -364,6 +405,15 @@ print("ok=%s tasks=%d requests=%d seconds=%.1f counts=%s" % (d["ok"], len(d["tas
   echo "| re-apply unchanged, requests per object | $(per "$mrr") | $(per "$krr") | |"
   echo "| client peak RSS MiB (first apply) | $(awk -v k="$mrss" 'BEGIN{printf "%.0f", k/1024}') | $(awk -v k="$krss" 'BEGIN{printf "%.0f", k/1024}') | |"
   echo "| kube-apiserver + etcd CPU s during the first apply | $mcpu | $kcpu | |"
+  if [[ -n $LATENCY_MS ]]; then
+    local x=-rtt$LATENCY_MS
+    mw=$(med "apply$x" minicvo wall_ms); kw=$(med "apply$x" kubectl wall_ms)
+    mrw=$(med "reapply$x" minicvo wall_ms); krw=$(med "reapply$x" kubectl wall_ms)
+    mr=$(med "apply$x" minicvo requests); kr=$(med "apply$x" kubectl requests)
+    echo "| first apply at $LATENCY_MS ms round trip (delayproxy), wall ms | $mw | $kw | **$(ratio "$kw" "$mw")** |"
+    echo "| first apply at $LATENCY_MS ms round trip, requests per object | $(per "$mr") | $(per "$kr") | |"
+    echo "| re-apply unchanged at $LATENCY_MS ms round trip, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
+  fi
   echo
   echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
   echo

@@ -32,9 +32,12 @@ phase "compile of the tests" "$t"
 
 t=$SECONDS
 TESTPLANE_DIR=
+SUMMARY=
 cleanup() {
   local rc=$?
   if [[ -n $TESTPLANE_DIR ]]; then bash hack/testplane.sh stop "$TESTPLANE_DIR" || true; fi
+  # The closing line: every test of every binary, summed.
+  if [[ -n $SUMMARY ]]; then echo "tests: $SUMMARY"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -47,11 +50,23 @@ phase "start of the test plane" "$t"
 
 t=$SECONDS
 rc=0
+LOG=$(mktemp)
+# cargo's own output goes through unchanged; its "test result" lines are summed at the end, so
+# the last line of the run counts every test of every binary (the doc-tests run last and have
+# none, which would otherwise be the closing line).
+run_cargo() { cargo test "$@" 2>&1 | tee -a "$LOG"; }
 if (($# == 0)); then
-  cargo test --all-targets || rc=$?
-  if ((rc == 0)); then cargo test --doc || rc=$?; fi
+  run_cargo --all-targets || rc=$?
+  if ((rc == 0)); then run_cargo --doc || rc=$?; fi
 else
-  cargo test "$@" || rc=$?
+  run_cargo "$@" || rc=$?
 fi
 phase "tests (exit code $rc)" "$t"
+SUMMARY=$(awk '/^test result:/ {
+    for (i = 1; i <= NF; i++) {
+      if ($(i + 1) ~ /^passed/) p += $i
+      if ($(i + 1) ~ /^failed/) f += $i
+    }
+  } END { printf "%d passed, %d failed", p, f }' "$LOG")
+rm -f "$LOG"
 exit "$rc"
