@@ -18,6 +18,32 @@ use super::args::{PayloadArgs, parse_mode};
 /// Exit code after Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
+/// Cancels `cancel` on the first Ctrl-C (work in flight finishes) and exits at once with
+/// [`EXIT_INTERRUPTED`] on the second.
+pub fn cancel_on_ctrl_c(cancel: &CancellationToken) {
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted twice, exiting now");
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
+        }
+    });
+}
+
+/// The progress display for `-q`/`-v` and `--no-progress`: a bar only on a terminal.
+pub fn progress_for(quiet: bool, verbose: u8, no_progress: bool) -> Arc<Progress> {
+    let verbosity = match (quiet, verbose) {
+        (true, _) => Verbosity::Quiet,
+        (false, 0) => Verbosity::Normal,
+        _ => Verbosity::Verbose,
+    };
+    let terminal = std::io::stderr().is_terminal() && !no_progress;
+    Arc::new(Progress::new(terminal, verbosity))
+}
+
 /// Output format of `apply`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ApplyFormat {
@@ -142,25 +168,8 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             conn.server
         );
         let cancel = CancellationToken::new();
-        {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!("interrupted twice, exiting now");
-                        std::process::exit(i32::from(EXIT_INTERRUPTED));
-                    }
-                }
-            });
-        }
-        let verbosity = match (quiet, verbose) {
-            (true, _) => Verbosity::Quiet,
-            (false, 0) => Verbosity::Normal,
-            _ => Verbosity::Verbose,
-        };
-        let terminal = std::io::stderr().is_terminal() && !a.no_progress;
-        let progress = Arc::new(Progress::new(terminal, verbosity));
+        cancel_on_ctrl_c(&cancel);
+        let progress = progress_for(quiet, verbose, a.no_progress);
         let options = ApplyOptions {
             runner: RunnerOptions {
                 mode: a.mode,

@@ -1,7 +1,7 @@
 //! `minicvo e2e upgrade`: install OLD with simulated operators, update to NEW, check the
 //! order of what happened.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use minicvo::LoadOptions;
-use minicvo::apply::progress::{Progress, Verbosity};
 use minicvo::apply::{self as engine, ApplyObserver, ApplyOptions, RunnerOptions};
 use minicvo::e2e::{self, Assertion, Clients, UpgradeOptions};
 use minicvo::simulate::Spec;
 use tokio_util::sync::CancellationToken;
 
 use super::UsageError;
-use super::apply::{EXIT_INTERRUPTED, parse_duration};
+use super::apply::{EXIT_INTERRUPTED, cancel_on_ctrl_c, parse_duration, progress_for};
 use super::args::FilterArgs;
 
 /// Arguments of `e2e`.
@@ -193,25 +192,8 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             apply.context.as_deref().unwrap_or("(in-cluster)"),
             apply.server
         );
-        {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!("interrupted twice, exiting now");
-                        std::process::exit(i32::from(EXIT_INTERRUPTED));
-                    }
-                }
-            });
-        }
-        let verbosity = match (quiet, verbose) {
-            (true, _) => Verbosity::Quiet,
-            (false, 0) => Verbosity::Normal,
-            _ => Verbosity::Verbose,
-        };
-        let terminal = std::io::stderr().is_terminal() && !a.no_progress;
-        let progress = Arc::new(Progress::new(terminal, verbosity));
+        cancel_on_ctrl_c(&cancel);
+        let progress = progress_for(quiet, verbose, a.no_progress);
         let clients = Clients { apply, simulator };
         let report = e2e::upgrade(
             &clients,
