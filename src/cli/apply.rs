@@ -1,7 +1,6 @@
 //! `minicvo apply`: roll a payload onto a cluster the way the CVO does.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use minicvo::apply::{self as engine, ApplyOptions, ApplyReport, RunnerOptions, S
 use tokio_util::sync::CancellationToken;
 
 use super::UsageError;
-use super::args::{PayloadArgs, parse_mode};
+use super::args::{ClusterArgs, PayloadArgs, parse_mode};
 
 /// Exit code after Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -71,17 +70,8 @@ pub enum DryRun {
 pub struct ApplyArgs {
     #[command(flatten)]
     pub payload: PayloadArgs,
-    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
-    /// else the in-cluster service account).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Do not verify the API server's certificate (insecure: the server is not authenticated;
-    /// minicvo warns). Prefer adding the cluster's CA to the kubeconfig.
-    #[arg(long)]
-    pub insecure_skip_tls_verify: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Which CVO graph and rules: updating (run-levels in order, deletes issued),
     /// initializing (everything parallel, waits need only Available), reconciling.
     #[arg(long, default_value = "updating", value_parser = parse_mode)]
@@ -155,13 +145,7 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         .enable_all()
         .build()?;
     let report = runtime.block_on(async {
-        let conn = engine::connect_with(
-            a.kubeconfig.as_deref(),
-            a.context.as_deref(),
-            a.insecure_skip_tls_verify,
-        )
-        .await
-        .map_err(|e| UsageError(e.to_string()))?;
+        let conn = a.cluster.connect().await?;
         tracing::info!(
             "using context {} on {}",
             conn.context.as_deref().unwrap_or("(in-cluster)"),

@@ -1,4 +1,5 @@
-//! Arguments shared by every command that reads a payload.
+//! Arguments shared by every command that reads a payload, and by every command that talks to
+//! a cluster.
 
 use std::path::PathBuf;
 
@@ -125,4 +126,36 @@ impl PayloadArgs {
 /// Parses a mode name for clap.
 pub fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
+}
+
+/// How to reach the cluster, as kubectl's flags of the same names.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
+    /// else the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Do not verify the API server's certificate (insecure: the server is not authenticated;
+    /// minicvo warns). Prefer adding the cluster's CA to the kubeconfig.
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+impl ClusterArgs {
+    /// Connects with these flags; a kubeconfig problem is a usage error.
+    ///
+    /// # Errors
+    /// [`UsageError`] naming what is wrong with the kubeconfig.
+    pub async fn connect(&self) -> Result<minicvo::apply::Connection, UsageError> {
+        minicvo::apply::connect_with(
+            self.kubeconfig.as_deref(),
+            self.context.as_deref(),
+            self.insecure_skip_tls_verify,
+        )
+        .await
+        .map_err(|e| UsageError(e.to_string()))
+    }
 }

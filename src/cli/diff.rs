@@ -1,7 +1,6 @@
 //! `minicvo diff PAYLOAD`: what applying the payload would change on a cluster, found with
 //! server-side dry runs (nothing is written).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,9 +9,9 @@ use minicvo::diff::cluster::KubeCluster;
 use minicvo::diff::{self, report};
 use minicvo::{Mode, plan};
 
-use super::args::PayloadArgs;
+use super::EXIT_FAILURE;
+use super::args::{ClusterArgs, PayloadArgs};
 use super::plan::print;
-use super::{EXIT_FAILURE, UsageError};
 
 /// Output format of `diff`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -32,16 +31,8 @@ pub enum DiffFormat {
 pub struct DiffArgs {
     #[command(flatten)]
     pub payload: PayloadArgs,
-    /// Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Do not verify the API server's certificate (insecure: the server is not authenticated;
-    /// minicvo warns). Prefer adding the cluster's CA to the kubeconfig.
-    #[arg(long)]
-    pub insecure_skip_tls_verify: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Field manager of the dry-run applies; use the one `minicvo apply` used.
     #[arg(long, default_value = "minicvo")]
     pub field_manager: String,
@@ -70,13 +61,7 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let conn = minicvo::apply::connect_with(
-            a.kubeconfig.as_deref(),
-            a.context.as_deref(),
-            a.insecure_skip_tls_verify,
-        )
-        .await
-        .map_err(|e| UsageError(e.to_string()))?;
+        let conn = a.cluster.connect().await?;
         tracing::info!(
             "comparing with context {} on {}",
             conn.context.as_deref().unwrap_or("(in-cluster)"),

@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use minicvo::LoadOptions;
-use minicvo::apply::{self as engine, ApplyObserver, ApplyOptions, RunnerOptions};
+use minicvo::apply::{ApplyObserver, ApplyOptions, RunnerOptions};
 use minicvo::e2e::{self, Assertion, Clients, UpgradeOptions};
 use minicvo::simulate::Spec;
 use tokio_util::sync::CancellationToken;
 
-use super::UsageError;
 use super::apply::{EXIT_INTERRUPTED, cancel_on_ctrl_c, parse_duration, progress_for};
-use super::args::FilterArgs;
+use super::args::{ClusterArgs, FilterArgs};
 
 /// Arguments of `e2e`.
 #[derive(Debug, Args)]
@@ -72,13 +71,8 @@ pub struct UpgradeArgs {
     /// Release image pull spec rendered into `{{.ReleaseImage}}` in manifests/.
     #[arg(long, default_value = "")]
     pub release_image: String,
-    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
-    /// else the in-cluster service account).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Install a permissive CRD for every kind the payloads use that neither the cluster nor
     /// their own CRDs serve (OpenShift kinds on plain Kubernetes).
     #[arg(long)]
@@ -184,9 +178,8 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         .build()?;
     let cancel = CancellationToken::new();
     let report = runtime.block_on(async {
-        let connect = || engine::connect(a.kubeconfig.as_deref(), a.context.as_deref());
-        let apply = connect().await.map_err(|e| UsageError(e.to_string()))?;
-        let simulator = connect().await.map_err(|e| UsageError(e.to_string()))?;
+        let apply = a.cluster.connect().await?;
+        let simulator = a.cluster.connect().await?;
         tracing::info!(
             "using context {} on {}",
             apply.context.as_deref().unwrap_or("(in-cluster)"),

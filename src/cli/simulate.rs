@@ -1,12 +1,10 @@
 //! `minicvo simulate`: simulated operators for a payload, until Ctrl-C.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use minicvo::apply as engine;
 use minicvo::simulate::{
     self, Scripts, SimEvent, SimEventKind, SimObserver, Simulator, SimulatorOptions, Spec,
 };
@@ -14,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::UsageError;
 use super::apply::parse_duration;
-use super::args::PayloadArgs;
+use super::args::{ClusterArgs, PayloadArgs};
 
 /// Arguments of `simulate`.
 #[derive(Debug, Args)]
@@ -27,13 +25,8 @@ use super::args::PayloadArgs;
 pub struct SimulateArgs {
     #[command(flatten)]
     pub payload: PayloadArgs,
-    /// Kubeconfig file (only this file; default: $KUBECONFIG merged, else ~/.kube/config,
-    /// else the in-cluster service account).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Script an operator (repeatable).
     #[arg(long = "simulate", value_name = "SPEC")]
     pub simulate: Vec<Spec>,
@@ -112,9 +105,7 @@ pub fn simulate(a: &SimulateArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let conn = engine::connect(a.kubeconfig.as_deref(), a.context.as_deref())
-            .await
-            .map_err(|e| UsageError(e.to_string()))?;
+        let conn = a.cluster.connect().await?;
         let cancel = CancellationToken::new();
         {
             let cancel = cancel.clone();

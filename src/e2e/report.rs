@@ -305,9 +305,15 @@ impl UpgradeReport {
             }
         }
         let failed = self.checks.iter().filter(|c| !c.passed()).count();
+        // A run that failed (or never started) fails the e2e even when every check passed.
+        let incomplete = match self.runs.iter().find(|r| !r.report.ok) {
+            Some(r) => format!("{} run failed, ", r.phase),
+            None if self.runs.len() < 2 => "upgrade not run, ".to_string(),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{}: {} check{} failed; {:.2}s, {} requests by minicvo, {} by the simulator",
+            "{}: {incomplete}{} check{} failed; {:.2}s, {} requests by minicvo, {} by the simulator",
             if self.ok() { "PASS" } else { "FAIL" },
             failed,
             if failed == 1 { "" } else { "s" },
