@@ -299,6 +299,13 @@ fn assert_failed_at_machine_config(report: &UpgradeReport, why: &str) {
         "{failure}"
     );
     assert!(failure.contains(why), "{failure}");
+    // The summary line names the failed run, not just the checks.
+    let text = report.text();
+    let summary = text.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("FAIL: upgrade run failed, "),
+        "{summary}"
+    );
     // Run-level 90 never started; run-level 50's operator finished.
     assert!(
         report
