@@ -14,9 +14,13 @@
 //! 4. [`output`]: the plan as text, JSON or DOT, and the rendered objects.
 //! 5. [`analysis`]: offline payload review: the upgrade plan between two payloads and the
 //!    ordering-hazard lint.
-//! 6. [`apply`]: the execute stage, the only one that talks to a cluster: the CVO's parallel
-//!    graph walk with server-side apply, deletes, CRD and ClusterOperator waits, progress
-//!    events, a report and the ClusterVersion record.
+//! 6. [`apply`]: the execute stage: a preflight (missing kinds and namespaces, before
+//!    anything is written), the CVO's parallel graph walk ([`apply::engine`]) and the actions
+//!    it runs ([`apply::actions`]: server-side apply, create-only, deletes, CRD and
+//!    ClusterOperator waits), progress events, a report and the ClusterVersion record. Every
+//!    request goes through [`cluster`], the one HTTP layer (connection, typed request errors,
+//!    retries, watches, discovery); the ClusterOperator health rule shared with the simulator
+//!    is [`clusteroperator`].
 //! 7. [`diff`]: the live preview: every task compared with the cluster by server-side dry
 //!    runs, nothing written.
 //! 8. [`simulate`], [`e2e`], [`stub_crds`]: upgrade e2e tests: simulated operators that report

@@ -7,7 +7,7 @@
 //!                   └─ events ──► report, ClusterVersion recorder, the caller's observer
 //! ```
 //!
-//! - preflight ([`crate::stub_crds::ensure`], run first by [`run`]): before anything is
+//! - [`preflight`] (run first by [`run`]): before anything is
 //!   written, every kind the plan uses must be served (or come from a CRD of the plan) and
 //!   every namespace it uses must exist (or be created by the plan); otherwise the run is
 //!   refused with the full list, or, when allowed ([`ApplyOptions::preflight`]), stand-in CRDs
@@ -65,6 +65,7 @@ pub mod actions;
 pub mod clusterversion;
 pub mod engine;
 pub mod events;
+pub mod preflight;
 pub mod report;
 
 use std::sync::{Arc, Mutex};
@@ -85,7 +86,7 @@ use crate::cluster::discovery::Discovery;
 use crate::cluster::request::RequestError;
 use crate::cluster::retry;
 use crate::plan::Plan;
-use crate::stub_crds::{self, StandIns, StubError, StubReport};
+use crate::stub_crds::{StandIns, StubError, StubReport};
 
 /// Settings of a run.
 #[derive(Debug, Clone)]
@@ -102,7 +103,7 @@ pub struct ApplyOptions {
     pub record_cluster_version: bool,
     /// Release image pull spec, for the ClusterVersion history.
     pub release_image: String,
-    /// The preflight before anything is written ([`crate::stub_crds::ensure`]): missing kinds
+    /// The preflight before anything is written ([`preflight::ensure`]): missing kinds
     /// and namespaces are an error, or get the stand-ins allowed here. `None` skips it, for a
     /// caller that already checked (the e2e harness checks both payloads at once).
     pub preflight: Option<StandIns>,
@@ -170,7 +171,7 @@ pub async fn run(
             if options.runner.dry_run && (stand_ins.crds || stand_ins.namespaces) {
                 return Err(ApplyError::DryRunStandIns);
             }
-            stub_crds::ensure(
+            preflight::ensure(
                 &conn.client,
                 &[&plan],
                 stand_ins,

@@ -2,6 +2,7 @@
 
 mod apply;
 pub mod args;
+mod completions;
 mod diff;
 mod e2e;
 mod lint;
@@ -57,6 +58,10 @@ enum Command {
     /// End-to-end tests against a cluster: `e2e upgrade --from OLD --to NEW` installs OLD,
     /// updates to NEW with simulated operators and checks the order of what happened.
     E2e(e2e::E2eArgs),
+    /// Print shell completions for bash, zsh or fish on stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man(completions::ManArgs),
 }
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
@@ -104,6 +109,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(a) => diff::diff(&a),
         Command::Simulate(a) => simulate::simulate(&a),
         Command::E2e(a) => e2e::e2e(&a, cli.verbose, cli.quiet),
+        Command::Completions(a) => completions::completions(&a),
+        Command::Man(a) => completions::man(&a),
     }
 }
 

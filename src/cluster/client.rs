@@ -10,7 +10,7 @@
 //! `--context` picks a context of the kubeconfig (the current context by default).
 //!
 //! kube's own retry layer is switched off: the executor retries with its own bounded policy
-//! ([`super::retry`]) and reports each retry as an event, so one logical call is one HTTP
+//! ([`crate::cluster::retry`]) and reports each retry as an event, so one logical call is one HTTP
 //! request and [`RequestCounter`] counts what the API server really saw.
 
 use std::path::{Path, PathBuf};

@@ -16,11 +16,12 @@ use kube::core::Request;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::apply::preflight::STUB_NAMESPACE_LABEL;
 use crate::cluster::discovery::Discovery;
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::watch;
 use crate::plan::{Action, Plan};
-use crate::stub_crds::{STUB_LABEL, STUB_NAMESPACE_LABEL};
+use crate::stub_crds::STUB_LABEL;
 
 /// What [`clean`] removed.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -12,11 +12,12 @@ use super::assertion::Assertion;
 use super::checks::{self, Check};
 use super::report::{PhaseRun, UpgradeReport};
 use super::timeline::{Phase, Recorder};
+use crate::apply::preflight;
 use crate::apply::{self, ApplyObserver, ApplyOptions, Connection};
 use crate::payload::{LoadOptions, Payload};
 use crate::plan::{self, Mode, Plan};
 use crate::simulate::{self, ScriptPhase, Scripts, SimObserver, Simulator, SimulatorOptions, Spec};
-use crate::stub_crds::{self, StandIns, StubError};
+use crate::stub_crds::{StandIns, StubError};
 
 /// How long `--clean` waits for namespaces and CRDs to go.
 const CLEAN_TIMEOUT: Duration = Duration::from_secs(180);
@@ -249,7 +250,7 @@ pub async fn upgrade(
     }
     let stub_started = Instant::now();
     let requests_before = clients.apply.requests.get();
-    let stubs = stub_crds::ensure(
+    let stubs = preflight::ensure(
         &clients.apply.client,
         &[&old_plan, &new_plan],
         StandIns {

@@ -1,5 +1,5 @@
 //! ClusterOperator tasks: precreation when a node starts, then a watch until the operator is
-//! done by the CVO's rule ([`super::operator::health`]).
+//! done by the CVO's rule ([`crate::clusteroperator::health`]).
 //!
 //! - Precreation (cvo.md §4.3): when a node starts, each ClusterOperator of the node that does
 //!   not exist is created from its manifest without `status`, so that it shows up (and can

@@ -1,0 +1,33 @@
+//! minicvo's integration tests: one test binary (`cargo test --test it [FILTER]`), one module
+//! per topic, and one [`support`] module shared by all of them.
+//!
+//! Cluster tests run against the real test control plane started by `hack/test.sh` (see
+//! `hack/TESTPLANE.md`); offline tests (loading, planning, CLI snapshots) need no cluster. Run
+//! one topic with a module filter, e.g. `hack/test.sh --test it cluster_smoke::`.
+
+mod support;
+
+mod apply_crd;
+mod apply_delete;
+mod apply_failure;
+mod apply_forbidden;
+mod apply_interrupt;
+mod apply_parallel;
+mod apply_preflight;
+mod apply_sample;
+mod apply_wait;
+mod bad_input;
+mod cli_analysis;
+mod cli_completions;
+mod cli_plan;
+mod cluster_diff;
+mod cluster_smoke;
+mod conformance;
+mod e2e_apply_hooks;
+mod e2e_cli;
+mod e2e_upgrade;
+mod fuzz_corpus;
+mod load_errors;
+mod plan_properties;
+mod reliability;
+mod security;

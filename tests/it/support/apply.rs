@@ -1,0 +1,234 @@
+//! Helpers for the apply cluster tests: small payloads in temp dirs, running the library's
+//! apply with an event log (or with [`Watched`] events a test can wait for), and playing a
+//! ClusterOperator. Formerly `tests/apply_util/mod.rs`; use it as
+//! `use crate::support::apply as apply_util;`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use minicvo::apply::{self, ApplyEvent, ApplyOptions, ApplyReport, Connection, EventLog};
+use minicvo::{Filters, LoadOptions, Mode, Plan};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support;
+
+/// The annotation every manifest needs to be included with the default profile.
+pub const INCLUDE: &str = "include.release.openshift.io/self-managed-high-availability";
+
+/// A connection (with request counting) for the test plane; `context` `None` is the admin.
+pub async fn connection(context: Option<&str>) -> Connection {
+    let path = std::env::var_os(support::KUBECONFIG_ENV).unwrap_or_else(|| {
+        panic!(
+            "{} is not set; run through hack/test.sh",
+            support::KUBECONFIG_ENV
+        )
+    });
+    apply::connect(Some(Path::new(&path)), context)
+        .await
+        .expect("connect to the test plane")
+}
+
+/// The kubeconfig path of the test plane.
+pub fn kubeconfig() -> PathBuf {
+    PathBuf::from(std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG"))
+}
+
+/// Writes a payload (release-manifests/ with the files, release-metadata with `version`).
+pub fn write_payload(dir: &Path, version: &str, files: &[(String, String)]) -> PathBuf {
+    let rm = dir.join("release-manifests");
+    std::fs::create_dir_all(&rm).unwrap();
+    std::fs::write(
+        rm.join("release-metadata"),
+        json!({"kind": "cincinnati-metadata-v0", "version": version}).to_string(),
+    )
+    .unwrap();
+    for (name, text) in files {
+        std::fs::write(rm.join(name), text).unwrap();
+    }
+    dir.to_path_buf()
+}
+
+/// The bundled ClusterOperator CRD (the same on every test, so applying it concurrently is a
+/// no-op for all but the first).
+pub fn clusteroperator_crd() -> (String, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let name = "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml";
+    (
+        name.to_string(),
+        std::fs::read_to_string(root.join("payload/new/release-manifests").join(name)).unwrap(),
+    )
+}
+
+/// A Namespace manifest.
+pub fn namespace(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  annotations:\n    {INCLUDE}: \"true\"\n"
+    )
+}
+
+/// A ConfigMap manifest with one data key, plus extra annotations.
+pub fn config_map(ns: &str, name: &str, value: &str, annotations: &[(&str, &str)]) -> String {
+    let mut extra = String::new();
+    for (k, v) in annotations {
+        extra.push_str(&format!("    {k}: \"{v}\"\n"));
+    }
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n  annotations:\n    {INCLUDE}: \"true\"\n{extra}data:\n  key: \"{value}\"\n"
+    )
+}
+
+/// A ClusterOperator manifest waiting for `operator=version`.
+pub fn cluster_operator(name: &str, version: &str) -> String {
+    format!(
+        "apiVersion: config.openshift.io/v1\nkind: ClusterOperator\nmetadata:\n  name: {name}\n  annotations:\n    {INCLUDE}: \"true\"\nspec: {{}}\nstatus:\n  versions:\n  - name: operator\n    version: \"{version}\"\n"
+    )
+}
+
+/// Loads and plans a payload directory (placeholder substitution on, like `apply`).
+pub fn plan(dir: &Path, mode: Mode) -> Arc<Plan> {
+    let options = LoadOptions {
+        filters: Filters::default(),
+        release_image: String::new(),
+        release_version: None,
+        substitute_placeholder: true,
+    };
+    let payload = minicvo::load(dir, &options).expect("payload loads");
+    Arc::new(minicvo::plan::from_payload(
+        payload,
+        &options.filters,
+        mode,
+        0,
+    ))
+}
+
+/// Options for tests: no ClusterVersion recording (it is cluster-wide), short timeouts.
+pub fn options() -> ApplyOptions {
+    let mut o = ApplyOptions {
+        record_cluster_version: false,
+        ..ApplyOptions::default()
+    };
+    o.runner.wait_timeout = Duration::from_secs(60);
+    o.timeout = Some(Duration::from_secs(120));
+    o
+}
+
+/// Runs apply and returns the report and every event.
+pub async fn run(
+    conn: &Connection,
+    plan: Arc<Plan>,
+    options: &ApplyOptions,
+) -> (ApplyReport, Vec<ApplyEvent>) {
+    let log = Arc::new(EventLog::new());
+    let report = apply::run(conn, plan, options, log.clone(), CancellationToken::new())
+        .await
+        .expect("apply runs");
+    (report, log.events())
+}
+
+/// The ClusterOperator API.
+pub fn operators(client: &Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterOperator");
+    Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "clusteroperators"),
+    )
+}
+
+/// Sets a ClusterOperator's status to done at `version` (Available, not Degraded), waiting
+/// for the operator to exist first. Returns the instant just before the status write that
+/// succeeded was sent.
+pub async fn finish_operator(client: &Client, name: &str, version: &str) -> tokio::time::Instant {
+    let api = operators(client);
+    let status = json!({"status": {
+        "versions": [{"name": "operator", "version": version}],
+        "conditions": [
+            {"type": "Available", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+            {"type": "Degraded", "status": "False", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+            {"type": "Progressing", "status": "False", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+        ],
+    }});
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let sent = tokio::time::Instant::now();
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+        {
+            Ok(_) => return sent,
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => panic!("cannot set the status of clusteroperator {name}: {e}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "clusteroperator {name} was never created"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The first event matching `f`, with its index.
+pub fn find(
+    events: &[ApplyEvent],
+    f: impl Fn(&ApplyEvent) -> bool,
+) -> Option<(usize, &ApplyEvent)> {
+    events.iter().enumerate().find(|(_, e)| f(e))
+}
+
+/// An observer that keeps every event and lets a test wait for one, so a test reacts to what
+/// the run did instead of sleeping.
+#[derive(Default)]
+pub struct Watched {
+    log: EventLog,
+    seen: tokio::sync::watch::Sender<usize>,
+}
+
+impl Watched {
+    /// A new, empty observer.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Watched::default())
+    }
+
+    /// Every event so far.
+    pub fn events(&self) -> Vec<ApplyEvent> {
+        self.log.events()
+    }
+
+    /// Waits until an event matching `f` has been seen (bounded: panics after 120 s, the
+    /// run's own timeout in [`options`]).
+    pub async fn wait_for(&self, what: &str, f: impl Fn(&ApplyEvent) -> bool) {
+        let mut rx = self.seen.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            if self.log.events().iter().any(&f) {
+                return;
+            }
+            tokio::select! {
+                r = rx.changed() => r.expect("observer alive"),
+                () = tokio::time::sleep_until(deadline) => panic!("no event: {what}"),
+            }
+        }
+    }
+}
+
+impl apply::ApplyObserver for Watched {
+    fn on_event(&self, event: &ApplyEvent) {
+        apply::ApplyObserver::on_event(&self.log, event);
+        self.seen.send_modify(|n| *n += 1);
+    }
+}
+
+/// Runs apply with a [`Watched`] observer and returns the report.
+pub async fn run_watched(
+    conn: &Connection,
+    plan: Arc<Plan>,
+    options: &ApplyOptions,
+    watched: Arc<Watched>,
+) -> ApplyReport {
+    apply::run(conn, plan, options, watched, CancellationToken::new())
+        .await
+        .expect("apply runs")
+}
