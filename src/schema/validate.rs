@@ -47,6 +47,10 @@ fn type_of(v: &Value) -> &'static str {
 pub(crate) struct Walk<'a> {
     schemas: &'a Schemas,
     path: String,
+    /// Only what decoding refuses: unknown fields, and the wrong types of built-in kinds.
+    /// The server resets `status` on a create before it validates values, so that is all a
+    /// status is checked for.
+    decode_only: bool,
     /// What was found.
     pub out: Vec<Violation>,
 }
@@ -57,6 +61,7 @@ impl<'a> Walk<'a> {
         Walk {
             schemas,
             path: path.to_owned(),
+            decode_only: false,
             out: Vec::new(),
         }
     }
@@ -105,6 +110,17 @@ impl<'a> Walk<'a> {
     /// (off inside `allOf`/`anyOf`/`oneOf`/`not`, which only validate values).
     pub(crate) fn check(&mut self, id: NodeId, v: &Value, strict: bool) {
         let n = self.schemas.node(id);
+        if self.decode_only && !n.builtin {
+            // A custom resource's values are checked after decoding.
+            if let Value::Object(o) = v {
+                self.unknown_only(id, o);
+            } else if let (Value::Array(items), Some(item)) = (v, n.items) {
+                for (i, x) in items.iter().enumerate() {
+                    self.index(i, |w| w.check(item, x, strict));
+                }
+            }
+            return;
+        }
         if v.is_null() {
             if !n.nullable && n.ty != Ty::Any && !n.builtin {
                 self.error(format!(
@@ -181,6 +197,14 @@ impl<'a> Walk<'a> {
             ));
             return;
         }
+        if self.decode_only {
+            match v {
+                Value::Array(items) => self.array(id, items, strict),
+                Value::Object(_) => self.object(id, v, strict),
+                _ => {}
+            }
+            return;
+        }
         if n.int32
             && let Some(i) = v.as_i64()
             && i32::try_from(i).is_err()
@@ -235,6 +259,25 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Unknown fields of a custom resource's object, nothing else.
+    fn unknown_only(&mut self, id: NodeId, o: &serde_json::Map<String, Value>) {
+        let n = self.schemas.node(id);
+        for (k, val) in o {
+            if val.is_null() {
+                continue;
+            }
+            if let Some(&p) = n.properties.get(k) {
+                self.field(k, |w| w.check(p, val, true));
+            } else {
+                match n.extra {
+                    Extra::Any => {}
+                    Extra::Forbid => self.field(k, |w| w.out.push(Violation::unknown_field(&w.path))),
+                    Extra::Schema(s) => self.key(k, |w| w.check(s, val, true)),
+                }
+            }
+        }
+    }
+
     fn string(&mut self, id: NodeId, s: &str) {
         let n = self.schemas.node(id);
         let len = s.chars().count() as u64;
@@ -276,6 +319,14 @@ impl<'a> Walk<'a> {
 
     fn array(&mut self, id: NodeId, items: &[Value], strict: bool) {
         let n = self.schemas.node(id);
+        if self.decode_only {
+            if let Some(item_id) = n.items {
+                for (i, item) in items.iter().enumerate() {
+                    self.index(i, |w| w.check(item_id, item, strict));
+                }
+            }
+            return;
+        }
         let len = items.len() as u64;
         if let Some(max) = n.max_items
             && len > max
@@ -344,8 +395,13 @@ impl<'a> Walk<'a> {
                 "Invalid value: {len}: should have at least {min} properties"
             ));
         }
-        for r in &n.required {
-            if o.get(r).is_none_or(Value::is_null) {
+        let decode_only = self.decode_only;
+        for r in n.required.iter().filter(|_| !decode_only) {
+            let nullable = n
+                .properties
+                .get(r)
+                .is_some_and(|&p| self.schemas.node(p).nullable);
+            if o.get(r).is_none_or(|v| v.is_null() && !nullable) {
                 let r = r.clone();
                 self.field(&r, |w| w.error("Required value".to_owned()));
             }
@@ -365,7 +421,12 @@ impl<'a> Walk<'a> {
                 continue;
             }
             if let Some(&p) = n.properties.get(k) {
-                self.field(k, |w| w.check(p, val, strict));
+                let status = self.path.is_empty() && k == "status" && !self.decode_only;
+                self.field(k, |w| {
+                    w.decode_only |= status;
+                    w.check(p, val, strict);
+                    w.decode_only &= !status;
+                });
                 continue;
             }
             match n.extra {
