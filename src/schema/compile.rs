@@ -75,6 +75,9 @@ pub enum Special {
     DateTime,
     /// `format: byte` of a built-in kind (standard base64).
     Byte,
+    /// A CRD's `JSONSchemaPropsOr…`: an object is checked against this node, an array's
+    /// objects too, a boolean or string is taken as is.
+    SchemaOr(NodeId),
 }
 
 /// What an object accepts besides its `properties`.
@@ -383,7 +386,10 @@ impl Compiler<'_> {
             n.items = Some(self.compile(items)?);
         }
         if let Some(Value::Array(r)) = o.get("required") {
-            n.required = r.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect();
+            n.required = r
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect();
         }
         if let Some(Value::Array(e)) = o.get("enum") {
             n.enumeration.clone_from(e);

@@ -13,6 +13,7 @@
 //! parallel.
 
 pub mod compile;
+pub mod kinds;
 pub mod names;
 pub mod validate;
 
@@ -201,12 +202,14 @@ impl BuiltIn {
         flate2::read::GzDecoder::new(bytes)
             .read_to_end(&mut text)
             .map_err(|e| stored_err(e.to_string()))?;
-        let doc: StoredDoc = serde_json::from_slice(&text).map_err(|e| stored_err(e.to_string()))?;
+        let doc: StoredDoc =
+            serde_json::from_slice(&text).map_err(|e| stored_err(e.to_string()))?;
         let mut schemas = Schemas::default();
         let ids = schemas.compile_builtin(&doc.schemas)?;
         let object_meta = *ids
             .get(OBJECT_META)
             .ok_or_else(|| stored_err(format!("no {OBJECT_META}")))?;
+        patch(&mut schemas, &ids);
         let mut kinds = HashMap::new();
         for k in doc.kinds {
             let node = *ids
@@ -226,6 +229,84 @@ impl BuiltIn {
             kinds,
             object_meta,
         })
+    }
+}
+
+const JSON_SCHEMA_PROPS: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
+
+/// Value sets the API server enforces in Go code although its OpenAPI documents list none:
+/// (schema, property, values).
+const ENUMS: &[(&str, &str, &[&str])] = &[
+    (
+        "io.k8s.api.rbac.v1.RoleRef",
+        "kind",
+        &["Role", "ClusterRole"],
+    ),
+    (
+        "io.k8s.api.rbac.v1.RoleRef",
+        "apiGroup",
+        &["rbac.authorization.k8s.io"],
+    ),
+    (
+        "io.k8s.api.rbac.v1.Subject",
+        "kind",
+        &["ServiceAccount", "User", "Group"],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.Subject",
+        "kind",
+        &["Group", "ServiceAccount", "User"],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.FlowDistinguisherMethod",
+        "type",
+        &["ByNamespace", "ByUser"],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.LimitResponse",
+        "type",
+        &["Queue", "Reject"],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        "type",
+        &["Exempt", "Limited"],
+    ),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec",
+        "scope",
+        &["Cluster", "Namespaced"],
+    ),
+    (
+        "io.k8s.api.networking.v1.NetworkPolicySpec",
+        "policyTypes",
+        &["Ingress", "Egress"],
+    ),
+];
+
+/// Rules of the built-in kinds that their OpenAPI documents do not carry: the
+/// `JSONSchemaPropsOr…` unions of CRDs, and the value sets of [`ENUMS`].
+fn patch(schemas: &mut Schemas, ids: &HashMap<String, NodeId>) {
+    if let Some(&props) = ids.get(JSON_SCHEMA_PROPS) {
+        for suffix in ["OrArray", "OrBool", "OrStringArray"] {
+            if let Some(&id) = ids.get(&format!("{JSON_SCHEMA_PROPS}{suffix}")) {
+                schemas.nodes[id].special = compile::Special::SchemaOr(props);
+            }
+        }
+    }
+    for (schema, property, values) in ENUMS {
+        let Some(&id) = ids.get(*schema) else {
+            continue;
+        };
+        let Some(&p) = schemas.nodes[id].properties.get(*property) else {
+            continue;
+        };
+        let p = match schemas.nodes[p].items {
+            Some(items) => items,
+            None => p,
+        };
+        schemas.nodes[p].enumeration = values.iter().map(|v| Value::from(*v)).collect();
     }
 }
 
@@ -339,10 +420,16 @@ impl Catalog {
             let mut walk = Walk::new(&b.schemas, "");
             walk.check(info.node, object, true);
             let mut violations = walk.out;
-            self.metadata(object, names::rule_of(group, kind), info.namespaced, &mut violations);
+            self.metadata(
+                object,
+                names::rule_of(group, kind),
+                info.namespaced,
+                &mut violations,
+            );
             if group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition" {
                 crd_name(object, &mut violations);
             }
+            kinds::check(group, kind, object, &mut violations);
             return Verdict::Checked {
                 violations,
                 cel_unchecked: None,

@@ -42,8 +42,8 @@ pub fn rule_of(group: &str, kind: &str) -> NameRule {
         ("", "Namespace") => NameRule::Label,
         ("", "Service") => NameRule::Label1035,
         ("rbac.authorization.k8s.io", _)
-        | ("flowcontrol.apiserver.k8s.io", _)
-        | ("apiregistration.k8s.io", _) => NameRule::PathSegment,
+        | ("apiregistration.k8s.io", _)
+        | ("policy", "PodDisruptionBudget") => NameRule::PathSegment,
         _ => NameRule::Subdomain,
     }
 }

@@ -119,7 +119,10 @@ fn names_follow_the_kind() {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a/b", "namespace": "ns"}});
     let found = check(&c, &cm);
     assert_eq!(found.len(), 1);
-    assert!(found[0].starts_with("metadata.name: Invalid value: \"a/b\": a lowercase RFC 1123 subdomain"));
+    assert!(
+        found[0]
+            .starts_with("metadata.name: Invalid value: \"a/b\": a lowercase RFC 1123 subdomain")
+    );
     let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1svc", "namespace": "ns"}});
     assert!(check(&c, &svc)[0].contains("DNS-1035"));
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -211,8 +214,10 @@ fn custom_resources_break_their_schema() {
     let c = widget_catalog();
     let found = check(
         &c,
-        &widget(json!({"mode": "Medium", "port": 1.5, "name": "ABCDEFG", "tags": ["a", "a"],
-                       "labels": {"a": 1}, "bogus": 1, "either": {"a": "x", "b": "y"}})),
+        &widget(
+            json!({"mode": "Medium", "port": 1.5, "name": "ABCDEFG", "tags": ["a", "a"],
+                       "labels": {"a": 1}, "bogus": 1, "either": {"a": "x", "b": "y"}}),
+        ),
     );
     let expected = [
         "spec.size: Required value",
@@ -262,12 +267,17 @@ fn crd_names_must_match_plural_and_group() {
     d["metadata"]["name"] = json!("widget.example.com");
     assert_eq!(
         check(&c, &d),
-        ["metadata.name: Invalid value: \"widget.example.com\": must be spec.names.plural+\".\"+spec.group"]
+        [
+            "metadata.name: Invalid value: \"widget.example.com\": must be spec.names.plural+\".\"+spec.group"
+        ]
     );
 }
 
 #[test]
 fn an_unknown_kube_version_is_an_error() {
     let e = BuiltIn::load("1.2").unwrap_err();
-    assert_eq!(e.to_string(), "no stored schemas for Kubernetes 1.2; stored: 1.37");
+    assert_eq!(
+        e.to_string(),
+        "no stored schemas for Kubernetes 1.2; stored: 1.37"
+    );
 }

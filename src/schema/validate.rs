@@ -132,6 +132,22 @@ impl<'a> Walk<'a> {
         }
         match n.special {
             Special::None => {}
+            Special::SchemaOr(target) => {
+                // The API server decodes these unions with a decoder of their own that does
+                // not refuse unknown fields, down to the leaves.
+                match v {
+                    Value::Object(_) => self.check(target, v, false),
+                    Value::Array(items) => {
+                        for (i, item) in items.iter().enumerate() {
+                            if item.is_object() {
+                                self.index(i, |w| w.check(target, item, false));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                return;
+            }
             Special::IntOrString => {
                 if !(v.is_string() || v.is_i64() || v.is_u64()) {
                     self.error(format!(
@@ -211,10 +227,10 @@ impl<'a> Walk<'a> {
         {
             self.error(format!("Invalid value: {i}: must fit in 32 bits"));
         }
-        if !n.enumeration.is_empty()
-            && !n.enumeration.contains(v)
-            && !(n.builtin && v.as_str() == Some(""))
-        {
+        let allowed = n.enumeration.is_empty()
+            || n.enumeration.contains(v)
+            || (n.builtin && v.as_str() == Some(""));
+        if !allowed {
             let supported: Vec<String> = n.enumeration.iter().map(quote).collect();
             self.error(format!(
                 "Unsupported value: {}: supported values: {}",
@@ -241,7 +257,12 @@ impl<'a> Walk<'a> {
         }
         let n = self.schemas.node(id);
         if !n.one_of.is_empty() {
-            let matched = n.one_of.clone().iter().filter(|&&b| self.passes(b, v)).count();
+            let matched = n
+                .one_of
+                .clone()
+                .iter()
+                .filter(|&&b| self.passes(b, v))
+                .count();
             if matched != 1 {
                 self.error(format!(
                     "Invalid value: {}: must validate one and only one schema (oneOf)",
@@ -271,7 +292,9 @@ impl<'a> Walk<'a> {
             } else {
                 match n.extra {
                     Extra::Any => {}
-                    Extra::Forbid => self.field(k, |w| w.out.push(Violation::unknown_field(&w.path))),
+                    Extra::Forbid => {
+                        self.field(k, |w| w.out.push(Violation::unknown_field(&w.path)))
+                    }
                     Extra::Schema(s) => self.key(k, |w| w.check(s, val, true)),
                 }
             }
@@ -306,13 +329,21 @@ impl<'a> Walk<'a> {
         if let Some((min, exclusive)) = n.minimum
             && (x < min || (exclusive && x == min))
         {
-            let op = if exclusive { "greater than" } else { "greater than or equal to" };
+            let op = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             self.error(format!("Invalid value: {v}: should be {op} {min}"));
         }
         if let Some((max, exclusive)) = n.maximum
             && (x > max || (exclusive && x == max))
         {
-            let op = if exclusive { "less than" } else { "less than or equal to" };
+            let op = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             self.error(format!("Invalid value: {v}: should be {op} {max}"));
         }
     }
@@ -397,11 +428,11 @@ impl<'a> Walk<'a> {
         }
         let decode_only = self.decode_only;
         for r in n.required.iter().filter(|_| !decode_only) {
-            let nullable = n
-                .properties
-                .get(r)
-                .is_some_and(|&p| self.schemas.node(p).nullable);
-            if o.get(r).is_none_or(|v| v.is_null() && !nullable) {
+            let prop = n.properties.get(r).map(|&p| self.schemas.node(p));
+            let nullable = prop.is_some_and(|p| p.nullable);
+            // A built-in kind's missing boolean decodes as `false`, a valid value.
+            let zero_ok = prop.is_some_and(|p| p.builtin && p.ty == Ty::Boolean);
+            if !zero_ok && o.get(r).is_none_or(|v| v.is_null() && !nullable) {
                 let r = r.clone();
                 self.field(&r, |w| w.error("Required value".to_owned()));
             }

@@ -29,13 +29,20 @@ pub fn catalog(
 ) -> Result<Catalog, SchemaError> {
     let mut catalog = Catalog::new(builtin);
     let previous = cx.previous.iter().flat_map(|p| &p.payload.manifests);
-    let payload = cx.plan.tasks.iter().filter(|t| applies(t)).map(|t| &t.manifest);
+    let payload = cx
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| applies(t))
+        .map(|t| &t.manifest);
     for m in previous.chain(extra_crds).chain(payload) {
         if m.is_crd() {
-            catalog.add_crd(&m.object).map_err(|e| SchemaError::Compile {
-                schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
-                message: e.to_string(),
-            })?;
+            catalog
+                .add_crd(&m.object)
+                .map_err(|e| SchemaError::Compile {
+                    schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
+                    message: e.to_string(),
+                })?;
         }
     }
     Ok(catalog)
@@ -132,10 +139,27 @@ mod tests {
             "",
             "spec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rule: 'true'}]\n            properties:\n              size: {type: integer}\n",
         );
-        let w1 = obj("example.com/v1", "Widget", "", "w1", "", "spec: {size: big}\n");
-        let w2 = obj("example.com/v1", "Widget", "", "w2", "", "spec: {size: 1}\n");
+        let w1 = obj(
+            "example.com/v1",
+            "Widget",
+            "",
+            "w1",
+            "",
+            "spec: {size: big}\n",
+        );
+        let w2 = obj(
+            "example.com/v1",
+            "Widget",
+            "",
+            "w2",
+            "",
+            "spec: {size: 1}\n",
+        );
         let crs = format!("{w1}---\n{w2}");
-        let f = run_schema(&[("0000_10_a_00_crd.yaml", &crd), ("0000_20_a_01_cr.yaml", &crs)]);
+        let f = run_schema(&[
+            ("0000_10_a_00_crd.yaml", &crd),
+            ("0000_20_a_01_cr.yaml", &crs),
+        ]);
         let messages: Vec<&str> = f.iter().map(|f| f.message.as_str()).collect();
         assert_eq!(
             messages,
