@@ -232,6 +232,12 @@ impl BuiltIn {
     }
 }
 
+/// Custom resources whose missing top-level required fields OpenShift's kube-apiserver
+/// fills in by admission before validation (`security.openshift.io/DefaultSecurityContext
+/// Constraints`): reported as warnings.
+const ADMISSION_DEFAULTED: &[(&str, &str)] =
+    &[("security.openshift.io", "SecurityContextConstraints")];
+
 const JSON_SCHEMA_PROPS: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
 
@@ -459,6 +465,16 @@ impl Catalog {
                     crd.name
                 ),
             )),
+        }
+        if ADMISSION_DEFAULTED.contains(&(group, kind)) {
+            for v in &mut violations {
+                if v.message == "Required value" && !v.path.contains(['.', '[']) {
+                    v.warning = true;
+                    v.message.push_str(
+                        " (OpenShift's admission defaults it; a plain API server refuses it)",
+                    );
+                }
+            }
         }
         let mut meta = Walk::new(&b.schemas, "metadata");
         if let Some(m) = object.get("metadata") {
