@@ -281,3 +281,87 @@ fn an_unknown_kube_version_is_an_error() {
         "no stored schemas for Kubernetes 1.2; stored: 1.37"
     );
 }
+
+#[test]
+fn status_is_checked_only_for_what_decoding_refuses() {
+    let mut c = catalog();
+    c.add_crd(&crd(json!({"type": "object", "properties": {
+        "status": {"type": "object", "required": ["phase"],
+                   "properties": {"phase": {"type": "string", "enum": ["Up"]}}}}})))
+        .unwrap();
+    let mut w = widget(json!(null));
+    w.as_object_mut().unwrap().remove("spec");
+    w["status"] = json!({"phase": "Down"});
+    assert!(check(&c, &w).is_empty(), "{:?}", check(&c, &w));
+    w["status"]["bogus"] = json!(1);
+    assert_eq!(check(&c, &w), ["unknown field \"status.bogus\""]);
+}
+
+#[test]
+fn nulls_list_maps_any_of_and_not() {
+    let mut c = catalog();
+    c.add_crd(&crd(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "opt": {"type": "string"},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                  "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        "either": {"type": "string", "anyOf": [{"pattern": "^a"}, {"pattern": "^b"}]},
+        "notc": {"type": "string", "not": {"pattern": "^c"}}
+    }}}})))
+    .unwrap();
+    let ok = widget(
+        json!({"opt": null, "ports": [{"name": "a"}, {"name": "b"}], "either": "b1", "notc": "d"}),
+    );
+    assert!(check(&c, &ok).is_empty(), "{:?}", check(&c, &ok));
+    let bad = widget(json!({"ports": [{"name": "a"}, {"name": "a"}], "either": "c", "notc": "c"}));
+    assert_eq!(
+        check(&c, &bad),
+        [
+            "spec.ports[1]: Duplicate value: map[\"name\":\"a\"]",
+            "spec.either: Invalid value: \"c\": must validate at least one schema (anyOf)",
+            "spec.notc: Invalid value: \"c\": must not validate the schema (not)"
+        ]
+    );
+}
+
+#[test]
+fn embedded_resources_imply_their_type_fields() {
+    let mut c = catalog();
+    c.add_crd(&crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                     "properties": {"data": {"type": "string"}}}}}}}),
+    ))
+    .unwrap();
+    let w = widget(json!({"template": {"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "x"}, "data": "y"}}));
+    assert!(check(&c, &w).is_empty(), "{:?}", check(&c, &w));
+}
+
+#[test]
+fn built_in_times_and_bytes_are_decoded() {
+    let c = catalog();
+    let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n",
+                   "creationTimestamp": "yesterday"}, "data": {"k": "not base64!"}});
+    let found = check(&c, &s);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("metadata.creationTimestamp: Invalid value: \"yesterday\""));
+    assert_eq!(
+        found[1],
+        "data[k]: Invalid value: \"<bytes>\": must be base64-encoded"
+    );
+}
+
+#[test]
+fn a_crd_schema_inside_items_is_decoded_leniently() {
+    // The API server decodes `items` and `additionalProperties` of a CRD schema without
+    // strict field validation, but still refuses wrong types there.
+    let c = catalog();
+    let mut d = crd(
+        json!({"type": "object", "properties": {"list": {"type": "array",
+        "items": {"type": "string", "optional": true}}}}),
+    );
+    assert!(check(&c, &d).is_empty(), "{:?}", check(&c, &d));
+    d["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["list"]["items"]["description"] =
+        json!(5);
+    assert_eq!(check(&c, &d).len(), 1);
+}
