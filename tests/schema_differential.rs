@@ -474,10 +474,10 @@ fn lint_profile(builtin: &Arc<BuiltIn>, dir: &Path, all: &Payload, profile: &str
         let label = format!("{payload_name}/{}#{}", m.path(), m.document);
         let mut variants = vec![(None, m.object.clone())];
         let all = mutations(&m.object, i);
-        // One mutation per object, two for every third one.
+        // One mutation per object, two for every fourth one.
         let picked = [
             i % all.len(),
-            if i % 3 == 0 {
+            if i % 4 == 0 {
                 (i + 2) % all.len()
             } else {
                 i % all.len()
