@@ -6,7 +6,7 @@
 //!   ([`BuiltIn::load`]).
 //! - Custom resources: the `openAPIV3Schema` of their CRD's version, with the structural-schema
 //!   rules ([`Catalog::add_crd`]). CEL rules (`x-kubernetes-validations`) are not evaluated;
-//!   [`Verdict::cel_unchecked`] says when an object's schema has some.
+//!   the `cel_unchecked` field of [`Verdict::Checked`] says when an object's schema has some.
 //! - Names and namespaces per kind ([`names`]), label and annotation keys and values.
 //!
 //! Everything is compiled once into a [`Catalog`], which is `Sync`: objects are checked in
