@@ -6,6 +6,7 @@
 //! `type: object` without fields holds nothing unless `x-kubernetes-preserve-unknown-fields`).
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -102,6 +103,34 @@ pub enum ListType {
     Map(Vec<String>),
 }
 
+/// A `pattern`, compiled the first time a value is checked against it: most patterns of a
+/// payload's CRDs never see a value, and compiling them all would cost more than the whole
+/// validation.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    /// The pattern as written.
+    pub source: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Pattern {
+    fn new(source: &str) -> Self {
+        Pattern {
+            source: source.to_owned(),
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// Whether `s` matches; `true` for a pattern Rust's engine does not take (look-around,
+    /// back-references), which stays unchecked rather than failing the schema.
+    pub fn matches(&self, s: &str) -> bool {
+        self.compiled
+            .get_or_init(|| Regex::new(&self.source).ok())
+            .as_ref()
+            .is_none_or(|re| re.is_match(s))
+    }
+}
+
 /// One compiled schema.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -137,7 +166,7 @@ pub struct Node {
     /// String length bounds, in characters.
     pub max_length: Option<u64>,
     /// Pattern a string must match.
-    pub pattern: Option<(String, Regex)>,
+    pub pattern: Option<Pattern>,
     /// Array length bounds.
     pub min_items: Option<u64>,
     /// Array length bounds.
@@ -404,9 +433,7 @@ impl Compiler<'_> {
         n.min_properties = count("minProperties");
         n.max_properties = count("maxProperties");
         if let Some(p) = o.get("pattern").and_then(Value::as_str) {
-            // A pattern Rust's engine does not take (look-around, back-references) stays
-            // unchecked rather than failing the whole schema.
-            n.pattern = Regex::new(p).ok().map(|re| (p.to_owned(), re));
+            n.pattern = Some(Pattern::new(p));
         }
         n.list_type = match o.get("x-kubernetes-list-type").and_then(Value::as_str) {
             Some("set") => ListType::Set,

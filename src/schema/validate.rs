@@ -316,10 +316,10 @@ impl<'a> Walk<'a> {
                 "Invalid value: {s:?}: should be at least {min} chars long"
             ));
         }
-        if let Some((p, re)) = &n.pattern
-            && !re.is_match(s)
+        if let Some(p) = &n.pattern
+            && !p.matches(s)
         {
-            self.error(format!("Invalid value: {s:?}: should match '{p}'"));
+            self.error(format!("Invalid value: {s:?}: should match '{}'", p.source));
         }
     }
 
