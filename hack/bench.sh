@@ -10,6 +10,9 @@
 #   hack/bench.sh apply    apply on a fresh test control plane: minicvo vs kubectl apply
 #                          --server-side, 1,000 objects; re-apply; ClusterOperator wait latency;
 #                          memory of minicvo apply on openshift-multi (with stub CRDs)
+#   hack/bench.sh lint     minicvo lint --all-profiles of ../shared/payloads/openshift-multi with
+#                          the offline schema validation and with --no-schema: wall time, peak
+#                          RSS, ratio
 #   hack/bench.sh all      all of the above
 #
 # Environment:
@@ -422,7 +425,43 @@ print("ok=%s tasks=%d requests=%d seconds=%.1f counts=%s" % (d["ok"], len(d["tas
   echo "Raw measurements: $RAW"
 }
 
+# lint with and without the schema rule, ROUNDS rounds, order alternating.
+bench_lint() {
+  say "building minicvo (release)"
+  cargo build --release --bin minicvo >&2
+  local bin=$ROOT/target/release/minicvo i s start end
+  for ((i = 0; i < ROUNDS; i++)); do
+    local sides=(schema noschema)
+    ((i % 2)) && sides=(noschema schema)
+    for s in "${sides[@]}"; do
+      local extra=()
+      [[ $s == noschema ]] && extra=(--no-schema)
+      start=$(now_ms)
+      /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$bin" lint "$CORPUS" --all-profiles -q "${extra[@]}" >/dev/null 2>&1 || true
+      end=$(now_ms)
+      record lint "$s" wall_ms $((end - start))
+      record lint "$s" rss_kib "$(sed -n 's/^rss_kib=//p' "$WORK/time")"
+    done
+  done
+  local a b
+  a=$(med lint schema wall_ms)
+  b=$(med lint noschema wall_ms)
+  echo "### lint: schema validation on and off"
+  echo
+  machine
+  echo
+  echo "\`minicvo lint ../shared/payloads/openshift-multi --all-profiles\` (4 profiles), release build:"
+  echo
+  echo "| | with schema validation | --no-schema | ratio |"
+  echo "|---|---|---|---|"
+  echo "| wall ms (median) | $a | $b | **$(ratio "$a" "$b")** |"
+  echo "| peak RSS MiB (median) | $(awk -v k="$(med lint schema rss_kib)" 'BEGIN{printf "%.0f", k/1024}') | $(awk -v k="$(med lint noschema rss_kib)" 'BEGIN{printf "%.0f", k/1024}') | |"
+  echo
+  echo "Raw measurements: $RAW"
+}
+
 case ${1:-} in
+  lint) bench_lint ;;
   load) bench_load ;;
   divan) bench_divan ;;
   apply) bench_apply ;;
@@ -432,6 +471,8 @@ case ${1:-} in
     bench_divan
     echo
     bench_apply
+    echo
+    bench_lint
     ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2

@@ -27,6 +27,9 @@
 //!    their ClusterOperators, stand-in CRDs for OpenShift kinds on plain Kubernetes, and a
 //!    harness that installs one payload, upgrades to another and checks the order of events.
 //!
+//! 9. [`schema`]: offline schema validation of objects against the built-in kinds of a
+//!    Kubernetes version and the CRDs of the payload (used by `lint`).
+//!
 //! Pure stages do no cluster I/O and are tested without one.
 
 pub mod analysis;
@@ -40,6 +43,7 @@ pub mod manifest;
 pub mod output;
 pub mod payload;
 pub mod plan;
+pub mod schema;
 pub mod simulate;
 pub mod stub_crds;
 

@@ -1,12 +1,18 @@
-//! `minicvo lint PAYLOAD [--previous OLD]`: ordering hazards and payload mistakes, per profile.
+//! `minicvo lint PAYLOAD [--previous OLD]`: ordering hazards, payload mistakes and objects the
+//! API server would refuse (offline schema validation), per profile.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
 
 use clap::{Args, ValueEnum};
 use minicvo::analysis::lint::report::{self, ProfileReport, Report};
-use minicvo::analysis::lint::{Context, Previous, lint as run_lint};
+use minicvo::analysis::lint::{Context, Previous, lint as run_lint, schema, sort};
 use minicvo::analysis::profiles_seen;
+use minicvo::payload::{LoadOptions, load_unfiltered};
+use minicvo::schema::BuiltIn;
 use minicvo::{Mode, plan};
 
 use super::EXIT_FAILURE;
@@ -38,6 +44,17 @@ pub struct LintArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: LintFormat,
+    /// Kubernetes version whose built-in schemas the objects are checked against (one of
+    /// the stored versions).
+    #[arg(long, value_name = "MAJOR.MINOR", default_value = minicvo::schema::DEFAULT_KUBE_VERSION)]
+    pub kube_version: String,
+    /// More CRDs for checking custom resources: every CRD in the manifests of DIR (read as
+    /// a payload, unfiltered).
+    #[arg(long, value_name = "DIR")]
+    pub crds: Option<PathBuf>,
+    /// Skip the offline schema validation (the `schema` rule).
+    #[arg(long)]
+    pub no_schema: bool,
 }
 
 /// Runs `lint`; exits with 1 when any profile has an error-level finding. The version
@@ -57,6 +74,20 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         }
     } else {
         vec![a.payload.filters.profile.clone()]
+    };
+    let builtin = if a.no_schema {
+        None
+    } else {
+        Some(Arc::new(BuiltIn::load(&a.kube_version)?))
+    };
+    let extra_crds = match &a.crds {
+        Some(dir) => {
+            let options = LoadOptions::default();
+            load_unfiltered(dir, &options)
+                .with_context(|| format!("--crds {}", dir.display()))?
+                .manifests
+        }
+        None => Vec::new(),
     };
     let mut reports = Vec::new();
     for profile in profiles {
@@ -82,10 +113,16 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .map(|(payload, plan)| Previous { payload, plan }),
         );
+        let mut findings = run_lint(&cx);
+        if let Some(builtin) = &builtin {
+            let catalog = schema::catalog(builtin.clone(), &cx, &extra_crds)?;
+            findings.extend(schema::check(&cx, &catalog));
+            sort(&mut findings);
+        }
         reports.push(ProfileReport {
             profile,
             feature_set: plan.feature_set.clone(),
-            findings: run_lint(&cx),
+            findings,
         });
     }
     let result = Report {

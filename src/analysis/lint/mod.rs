@@ -13,6 +13,7 @@
 //! | `ignored-tombstone` | [`tombstones`] | warning or info |
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
+//! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
@@ -21,6 +22,7 @@ pub mod delete_before_user;
 pub mod duplicates;
 pub mod namespace_order;
 pub mod report;
+pub mod schema;
 pub mod tombstones;
 
 use std::cmp::Reverse;
@@ -81,6 +83,8 @@ pub enum Rule {
     ClusterOperatorWithoutWorkload,
     /// A ClusterOperator version still holds the `0.0.1-snapshot` placeholder.
     VersionPlaceholder,
+    /// An object the API server would refuse (offline schema validation).
+    Schema,
 }
 
 impl Rule {
@@ -99,6 +103,7 @@ impl Rule {
             Rule::DuplicateObject => "duplicate-object",
             Rule::ClusterOperatorWithoutWorkload => "cluster-operator-without-workload",
             Rule::VersionPlaceholder => "version-placeholder",
+            Rule::Schema => "schema",
         }
     }
 }

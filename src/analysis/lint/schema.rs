@@ -1,0 +1,181 @@
+//! `schema`: every object the payload creates, checked offline as the API server would check
+//! it on a create with strict field validation ([`crate::schema`]).
+//!
+//! Built-in kinds are checked against the stored schemas of the chosen Kubernetes version,
+//! custom resources against their CRD from the payload, `--crds DIR` or the previous payload
+//! (in that order of precedence). A violation is an error; a namespace on a cluster-scoped
+//! kind, which the server drops, is a warning; a CRD with CEL rules is noted once (info), as
+//! CEL is not evaluated offline. Objects of kinds with no known schema are left to
+//! `unserved-kind`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{Context, Finding, Location, Rule, Severity, Side, applies};
+use crate::manifest::Manifest;
+use crate::schema::{BuiltIn, Catalog, SchemaError, Verdict};
+
+/// The catalog for `cx`: the built-in kinds, then the CRDs of the previous payload, of
+/// `extra_crds` (`--crds DIR`) and of the payload, later ones replacing earlier ones.
+///
+/// # Errors
+/// A CRD schema that does not compile (it names the file and document).
+pub fn catalog(
+    builtin: Arc<BuiltIn>,
+    cx: &Context,
+    extra_crds: &[Manifest],
+) -> Result<Catalog, SchemaError> {
+    let mut catalog = Catalog::new(builtin);
+    let previous = cx.previous.iter().flat_map(|p| &p.payload.manifests);
+    let payload = cx
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| applies(t))
+        .map(|t| &t.manifest);
+    for m in previous.chain(extra_crds).chain(payload) {
+        if m.is_crd() {
+            catalog
+                .add_crd(&m.object)
+                .map_err(|e| SchemaError::Compile {
+                    schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
+                    message: e.to_string(),
+                })?;
+        }
+    }
+    Ok(catalog)
+}
+
+/// Checks every task that applies or creates an object, in parallel. ClusterOperator
+/// manifests are left out: the CVO never sends them, it creates its own object of the name.
+#[must_use]
+pub fn check(cx: &Context, catalog: &Catalog) -> Vec<Finding> {
+    let verdicts: Vec<(usize, Verdict)> = cx
+        .plan
+        .tasks
+        .par_iter()
+        .enumerate()
+        .filter(|(_, t)| applies(t))
+        .map(|(i, t)| (i, catalog.validate(&t.manifest.object)))
+        .collect();
+    let mut findings = Vec::new();
+    let mut cel: BTreeMap<String, Location> = BTreeMap::new();
+    for (i, verdict) in verdicts {
+        let Verdict::Checked {
+            violations,
+            cel_unchecked,
+        } = verdict
+        else {
+            continue;
+        };
+        let location = Location::of(&cx.plan.tasks[i].manifest, Side::Payload);
+        if let Some(crd) = cel_unchecked {
+            cel.entry(crd).or_insert_with(|| location.clone());
+        }
+        for v in violations {
+            let severity = if v.warning {
+                Severity::Warning
+            } else {
+                Severity::Error
+            };
+            findings.push(Finding::at(
+                Rule::Schema,
+                severity,
+                location.clone(),
+                v.to_string(),
+            ));
+        }
+    }
+    for (crd, location) in cel {
+        findings.push(
+            Finding::at(
+                Rule::Schema,
+                Severity::Info,
+                location,
+                format!("CEL rules (x-kubernetes-validations) of CRD {crd} not checked offline"),
+            )
+            .hint("the API server evaluates them; `minicvo diff` runs them by dry run"),
+        );
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::analysis::lint::testutil::*;
+
+    #[test]
+    fn a_typo_in_a_deployment_is_an_error_at_its_document() {
+        let deploy = obj(
+            "apps/v1",
+            "Deployment",
+            "ns1",
+            "d",
+            "",
+            "spec:\n  replica: 3\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: x}]}\n",
+        );
+        let f = run_schema(&[("0000_50_a_01_deploy.yaml", &deploy)]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].message, "unknown field \"spec.replica\"");
+        assert_eq!(
+            f[0].location.as_ref().unwrap().file,
+            "release-manifests/0000_50_a_01_deploy.yaml"
+        );
+    }
+
+    #[test]
+    fn a_cr_is_checked_against_the_payloads_crd_and_cel_is_noted_once() {
+        let crd = obj(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "",
+            "widgets.example.com",
+            "",
+            "spec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rule: 'true'}]\n            properties:\n              size: {type: integer}\n",
+        );
+        let w1 = obj(
+            "example.com/v1",
+            "Widget",
+            "",
+            "w1",
+            "",
+            "spec: {size: big}\n",
+        );
+        let w2 = obj(
+            "example.com/v1",
+            "Widget",
+            "",
+            "w2",
+            "",
+            "spec: {size: 1}\n",
+        );
+        let crs = format!("{w1}---\n{w2}");
+        let f = run_schema(&[
+            ("0000_10_a_00_crd.yaml", &crd),
+            ("0000_20_a_01_cr.yaml", &crs),
+        ]);
+        let messages: Vec<&str> = f.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "spec.size: Invalid value: \"string\": must be of type integer",
+                "CEL rules (x-kubernetes-validations) of CRD widgets.example.com not checked offline"
+            ]
+        );
+    }
+
+    fn run_schema(files: &[(&str, &str)]) -> Vec<Finding> {
+        let dir = write(files);
+        let (p, plan) = load_and_plan(dir.path(), &crate::filter::Filters::default());
+        let cx = Context::new(&p, &plan, None);
+        let builtin = Arc::new(BuiltIn::load("1.37").unwrap());
+        let catalog = catalog(builtin, &cx, &[]).unwrap();
+        check(&cx, &catalog)
+    }
+}
