@@ -62,7 +62,7 @@ fn crds_from_a_directory_check_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let rm = dir.path().join("release-manifests");
     std::fs::create_dir(&rm).unwrap();
-    let src = cli_support::root().join(TYPOS).join("release-manifests");
+    let src = crate::support::cli::root().join(TYPOS).join("release-manifests");
     for f in [
         "0000_20_app_00_namespace.yaml",
         "0000_30_app_00_widget.yaml",
