@@ -44,19 +44,7 @@ async fn a_failing_component_lets_siblings_finish_and_stops_later_run_levels() {
     let dir = tempfile::tempdir().unwrap();
     apply_util::write_payload(dir.path(), "1.0.0", &files);
 
-    let output = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
-        .args([
-            "apply",
-            "--no-cluster-version",
-            "--no-progress",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(apply_util::kubeconfig())
-        .arg(dir.path())
-        .env_remove("KUBECONFIG")
+    let output = assert_cmd::Command::from_std(apply_util::apply_command(dir.path(), &[]))
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();

@@ -42,23 +42,13 @@ async fn an_unprivileged_user_gets_forbidden_naming_the_object() {
     );
 
     // Binary: exit code 1, the message on stderr.
-    let output = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
-        .args([
-            "apply",
-            "--no-cluster-version",
-            "--no-progress",
-            "-o",
-            "json",
-            "--context",
-            "alice",
-            "--kubeconfig",
-        ])
-        .arg(apply_util::kubeconfig())
-        .arg(dir.path())
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let output = assert_cmd::Command::from_std(apply_util::apply_command(
+        dir.path(),
+        &["--context", "alice"],
+    ))
+    .timeout(std::time::Duration::from_secs(120))
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();

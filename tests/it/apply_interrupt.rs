@@ -31,17 +31,7 @@ async fn ctrl_c_stops_the_run_and_exits_130() {
             ),
         ],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_minicvo"))
-        .args([
-            "apply",
-            "--no-cluster-version",
-            "--no-progress",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(apply_util::kubeconfig())
-        .arg(dir.path())
+    let mut child = apply_util::apply_command(dir.path(), &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

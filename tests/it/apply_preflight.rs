@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn missing_namespaces_refuse_the_run_before_anything_is_written() {
+    // `e2e upgrade --clean` (other tests) deletes every stand-in namespace on the cluster.
+    let _lock = support::fixed_names_lock().await;
     let admin = support::admin_client().await;
     let ns = support::test_namespace(&admin, "preflight").await;
     let lacking = support::NamespaceGuard::adopt(support::unique_name("preflight-lacking"));

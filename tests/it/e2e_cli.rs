@@ -182,6 +182,8 @@ fn unserved_payload(dir: &Path, group: &str) {
 
 #[tokio::test]
 async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
+    // `e2e upgrade --clean` (other tests) deletes every stub CRD on the cluster.
+    let _lock = support::fixed_names_lock().await;
     let dir = tempfile::tempdir().unwrap();
     let group = format!("{}.example.com", support::unique_name("stubs"));
     unserved_payload(dir.path(), &group);

@@ -37,6 +37,26 @@ pub fn kubeconfig() -> PathBuf {
     PathBuf::from(std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG"))
 }
 
+/// `minicvo apply --no-cluster-version --no-progress -o json [EXTRA] --kubeconfig PLANE
+/// PAYLOAD`, the built binary against the test plane, ready to run or spawn (wrap it in
+/// `assert_cmd::Command::from_std` for a timeout).
+pub fn apply_command(payload: &Path, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_minicvo"));
+    c.args([
+        "apply",
+        "--no-cluster-version",
+        "--no-progress",
+        "-o",
+        "json",
+    ])
+    .args(extra)
+    .arg("--kubeconfig")
+    .arg(kubeconfig())
+    .arg(payload)
+    .env_remove("KUBECONFIG");
+    c
+}
+
 /// Writes a payload (release-manifests/ with the files, release-metadata with `version`).
 pub fn write_payload(dir: &Path, version: &str, files: &[(String, String)]) -> PathBuf {
     let rm = dir.join("release-manifests");
