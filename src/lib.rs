@@ -23,6 +23,9 @@
 //!    their ClusterOperators, stand-in CRDs for OpenShift kinds on plain Kubernetes, and a
 //!    harness that installs one payload, upgrades to another and checks the order of events.
 //!
+//! 9. [`image`]: release images as payloads: pull (registry, OCI layout, archives), verify
+//!    and extract `release-manifests/` and `manifests/` into a cached payload directory.
+//!
 //! Pure stages do no cluster I/O and are tested without one.
 
 pub mod analysis;
@@ -30,6 +33,7 @@ pub mod apply;
 pub mod diff;
 pub mod e2e;
 pub mod filter;
+pub mod image;
 pub mod manifest;
 pub mod output;
 pub mod payload;
