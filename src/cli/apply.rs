@@ -166,7 +166,7 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             timeout: a.timeout,
             wait_deletes: a.wait_deletes,
             record_cluster_version: !a.no_cluster_version,
-            release_image: a.payload.release_image.clone(),
+            release_image: options.release_image.clone(),
         };
         if a.stub_missing_crds && options.runner.dry_run {
             return Err(UsageError(
