@@ -217,7 +217,11 @@ impl PayloadArgs {
         {
             options.release_image.clone_from(&i.pinned);
         }
-        let payload = minicvo::load(&fetched.dir, &options)?;
+        let mut payload = minicvo::load(&fetched.dir, &options)?;
+        if let Some(i) = &info {
+            // Outputs name the image, not the cache directory it was extracted to.
+            payload.root = PathBuf::from(&i.pinned);
+        }
         for w in &payload.warnings {
             tracing::warn!("{w}");
         }

@@ -67,6 +67,32 @@ impl Remote<'_> {
     }
 }
 
+/// The manifest digest by one anonymous `HEAD`, as a cache check needs: `None` when the
+/// registry wants auth (then the client's authenticated path runs) or sends no digest.
+async fn anonymous_head(reference: &Reference, registry: &str, insecure: &[String]) -> Option<String> {
+    let plain = super::is_loopback(registry)
+        || insecure.iter().any(|h| {
+            h == registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h)
+        });
+    let url = format!(
+        "{}://{registry}/v2/{}/manifests/{}",
+        if plain { "http" } else { "https" },
+        reference.repository(),
+        reference.tag().unwrap_or("latest")
+    );
+    let response = reqwest::Client::new()
+        .head(&url)
+        .header(reqwest::header::ACCEPT, ACCEPT.join(", "))
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let digest = response.headers().get("docker-content-digest")?.to_str().ok()?;
+    Some(digest.to_string())
+}
+
 /// Pulls `image` from its registry (or the cache).
 pub async fn fetch(image: &str, options: &FetchOptions) -> Result<Fetched, ImageError> {
     let reference = Reference::try_from(image).map_err(|e| ImageError::BadReference {
@@ -103,11 +129,14 @@ pub async fn fetch(image: &str, options: &FetchOptions) -> Result<Fetched, Image
     };
     let digest = match reference.digest() {
         Some(d) => d.to_string(),
-        None => remote
-            .client
-            .fetch_manifest_digest(&reference, &remote.auth)
-            .await
-            .map_err(|e| remote.error(e))?,
+        None => match anonymous_head(&reference, &registry, &options.insecure_registries).await {
+            Some(d) => d,
+            None => remote
+                .client
+                .fetch_manifest_digest(&reference, &remote.auth)
+                .await
+                .map_err(|e| remote.error(e))?,
+        },
     };
     manifest::digest_hex(image, &digest)?;
     let pinned = format!("{}/{}@{digest}", reference.registry(), reference.repository());
