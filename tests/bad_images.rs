@@ -7,7 +7,8 @@ use image_support::layout::{Layer, Layout, digest};
 use minicvo::image::{self, FetchOptions, Limits, Source};
 use serde_json::json;
 
-const GOOD: &[u8] = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n";
+const GOOD: &[u8] =
+    b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n";
 
 struct Case {
     root: tempfile::TempDir,
@@ -70,17 +71,22 @@ impl Case {
 
     fn layer0(&self) -> String {
         let index: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(self.layout.dir.join("index.json")).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(self.layout.dir.join("index.json")).unwrap())
+                .unwrap();
         let m = index["manifests"][0]["digest"].as_str().unwrap();
         let manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(self.layout.blob_path(m)).unwrap()).unwrap();
-        manifest["layers"][0]["digest"].as_str().unwrap().to_string()
+        manifest["layers"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 }
 
 fn one(build: impl FnOnce(&mut Layer)) -> Case {
     let mut l = Layer::new();
-    l.dir("release-manifests/").file("release-manifests/a.yaml", GOOD);
+    l.dir("release-manifests/")
+        .file("release-manifests/a.yaml", GOOD);
     build(&mut l);
     Case::new().with_layers(&mut [l])
 }
@@ -100,7 +106,11 @@ fn dotdot_entry_is_refused() {
     let c = one(|l| {
         l.file("release-manifests/../../escaped.yaml", GOOD);
     });
-    assert_entry(&c, "release-manifests/../../escaped.yaml", "path has a `..` component");
+    assert_entry(
+        &c,
+        "release-manifests/../../escaped.yaml",
+        "path has a `..` component",
+    );
 }
 
 #[test]
@@ -114,7 +124,11 @@ fn absolute_entry_is_refused() {
 #[test]
 fn symlink_leaving_the_payload_is_refused() {
     let c = one(|l| {
-        l.link("release-manifests/passwd.yaml", "../../../etc/passwd", false);
+        l.link(
+            "release-manifests/passwd.yaml",
+            "../../../etc/passwd",
+            false,
+        );
     });
     assert_entry(
         &c,
@@ -128,16 +142,27 @@ fn absolute_symlink_is_refused() {
     let c = one(|l| {
         l.link("release-manifests/passwd.yaml", "/etc/passwd", false);
     });
-    assert_entry(&c, "release-manifests/passwd.yaml", "symlink to \"/etc/passwd\" leaves the payload");
+    assert_entry(
+        &c,
+        "release-manifests/passwd.yaml",
+        "symlink to \"/etc/passwd\" leaves the payload",
+    );
 }
 
 #[test]
 fn hard_link_leaving_the_payload_is_refused() {
     let c = one(|l| {
-        l.file("etc/passwd", b"root:x:0:0\n")
-            .link("release-manifests/passwd.yaml", "etc/passwd", true);
+        l.file("etc/passwd", b"root:x:0:0\n").link(
+            "release-manifests/passwd.yaml",
+            "etc/passwd",
+            true,
+        );
     });
-    assert_entry(&c, "release-manifests/passwd.yaml", "hard link to \"etc/passwd\" leaves the payload");
+    assert_entry(
+        &c,
+        "release-manifests/passwd.yaml",
+        "hard link to \"etc/passwd\" leaves the payload",
+    );
 }
 
 #[test]
@@ -147,7 +172,11 @@ fn write_through_a_symlink_is_refused() {
             .link("release-manifests/d", "../manifests", false)
             .file("release-manifests/d/b.yaml", GOOD);
     });
-    assert_entry(&c, "release-manifests/d/b.yaml", "path goes through a symlink");
+    assert_entry(
+        &c,
+        "release-manifests/d/b.yaml",
+        "path goes through a symlink",
+    );
 }
 
 #[test]
@@ -208,7 +237,10 @@ fn payload_over_the_size_bound_is_refused() {
         err.ends_with("entry release-manifests/f3.yaml: the payload grew over the 4000-byte bound"),
         "{err}"
     );
-    assert!(err.starts_with(&format!("image {}: layer 0", c.name())), "{err}");
+    assert!(
+        err.starts_with(&format!("image {}: layer 0", c.name())),
+        "{err}"
+    );
 }
 
 #[test]
@@ -268,8 +300,13 @@ fn truncated_layer_is_refused() {
 #[test]
 fn manifest_that_is_not_an_image_is_refused() {
     let mut c = Case::new();
-    let config = c.layout.blob("application/vnd.cncf.helm.config.v1+json", b"{}");
-    let chart = c.layout.blob("application/vnd.cncf.helm.chart.content.v1.tar+gzip", b"chart");
+    let config = c
+        .layout
+        .blob("application/vnd.cncf.helm.config.v1+json", b"{}");
+    let chart = c.layout.blob(
+        "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+        b"chart",
+    );
     let manifest = json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -312,7 +349,8 @@ fn manifest_digest_mismatch_is_refused() {
 #[test]
 fn image_without_release_manifests_is_refused() {
     let mut l = Layer::new();
-    l.file("etc/os-release", b"ID=rhel\n").file("manifests/a.yaml", GOOD);
+    l.file("etc/os-release", b"ID=rhel\n")
+        .file("manifests/a.yaml", GOOD);
     let c = Case::new().with_layers(&mut [l]);
     assert_eq!(
         c.error(),
@@ -326,7 +364,10 @@ fn image_without_release_manifests_is_refused() {
 #[test]
 fn zstd_layer_is_refused() {
     let mut c = Case::new();
-    let layer = c.layout.blob("application/vnd.oci.image.layer.v1.tar+zstd", b"\x28\xb5\x2f\xfd");
+    let layer = c.layout.blob(
+        "application/vnd.oci.image.layer.v1.tar+zstd",
+        b"\x28\xb5\x2f\xfd",
+    );
     let d = layer["digest"].as_str().unwrap().to_string();
     let desc = c.layout.image_with(vec![layer], "linux/amd64");
     let m = desc["digest"].as_str().unwrap().to_string();
@@ -352,8 +393,14 @@ fn good_layout_extracts_into_the_cache_and_hits_it() {
     let first = image::fetch_blocking(&source, &options).unwrap();
     assert!(!first.info.cached);
     assert!(first.dir.starts_with(c.root.path().join("cache")));
-    assert_eq!(std::fs::read(first.dir.join("release-manifests/b.yaml")).unwrap(), GOOD);
-    assert_eq!(std::fs::read(first.dir.join("manifests/c.yaml")).unwrap(), GOOD);
+    assert_eq!(
+        std::fs::read(first.dir.join("release-manifests/b.yaml")).unwrap(),
+        GOOD
+    );
+    assert_eq!(
+        std::fs::read(first.dir.join("manifests/c.yaml")).unwrap(),
+        GOOD
+    );
     let second = image::fetch_blocking(&source, &options).unwrap();
     assert!(second.info.cached);
     assert_eq!(second.dir, first.dir);

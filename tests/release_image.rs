@@ -5,14 +5,19 @@ mod image_support;
 
 use image_support::layout::{Layer, Layout};
 use image_support::proxy::CountingProxy;
-use image_support::{Cli, Registry, crane_push, docker_config, json_without_images, shared_payload};
+use image_support::{
+    Cli, Registry, crane_push, docker_config, json_without_images, shared_payload,
+};
 
 /// Pushes a one-layer release image of the payload `name` as `host/repo:tag`.
 fn push_payload(host: &str, repo_tag: &str, name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut layout = Layout::new(dir.path());
     let layer = Layer::new()
-        .tree("release-manifests", &shared_payload(name).join("release-manifests"))
+        .tree(
+            "release-manifests",
+            &shared_payload(name).join("release-manifests"),
+        )
         .tar_gz();
     let image = layout.image(&[layer], "linux/amd64");
     layout.add(image, None);
@@ -42,14 +47,20 @@ fn one_layer_image_plans_like_its_directory() {
         format!("{}/release@{digest}", registry.host)
     );
     let text = cli.ok(&["plan", &image]);
-    assert!(text.starts_with(&format!("Image {}/release@{digest}\n", registry.host)), "{text}");
+    assert!(
+        text.starts_with(&format!("Image {}/release@{digest}\n", registry.host)),
+        "{text}"
+    );
 }
 
 #[test]
 fn layered_image_with_whiteouts_plans_like_its_directory() {
     let registry = Registry::crane();
     let src = shared_payload("mco-after-fix").join("release-manifests");
-    let mut files: Vec<_> = std::fs::read_dir(&src).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     let (low, high) = files.split_at(files.len() / 2);
     let extra = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: removed-by-a-whiteout\n  namespace: default\n";
@@ -59,7 +70,10 @@ fn layered_image_with_whiteouts_plans_like_its_directory() {
     l0.dir("release-manifests/");
     for f in low {
         l0.file(
-            &format!("release-manifests/{}", f.file_name().unwrap().to_string_lossy()),
+            &format!(
+                "release-manifests/{}",
+                f.file_name().unwrap().to_string_lossy()
+            ),
             &std::fs::read(f).unwrap(),
         );
     }
@@ -77,7 +91,10 @@ fn layered_image_with_whiteouts_plans_like_its_directory() {
     let mut l2 = Layer::new();
     for f in high {
         l2.file(
-            &format!("release-manifests/{}", f.file_name().unwrap().to_string_lossy()),
+            &format!(
+                "release-manifests/{}",
+                f.file_name().unwrap().to_string_lossy()
+            ),
             &std::fs::read(f).unwrap(),
         );
     }
@@ -85,7 +102,12 @@ fn layered_image_with_whiteouts_plans_like_its_directory() {
     let mut layout = Layout::new(dir.path());
     let image = layout.image(&[l0.tar_gz(), l1.tar_gz(), l2.tar()], "linux/amd64");
     layout.add(image, None);
-    crane_push(dir.path(), &format!("{}/release:layered", registry.host), false, None);
+    crane_push(
+        dir.path(),
+        &format!("{}/release:layered", registry.host),
+        false,
+        None,
+    );
 
     let cli = Cli::new();
     let got = plan_json(&cli, &format!("{}/release:layered", registry.host));
@@ -119,7 +141,10 @@ fn upgrade_plan_of_two_images_equals_the_directories() {
         &format!("{}/release:before", registry.host),
         &format!("{}/release:after", registry.host),
     ]);
-    assert!(text.starts_with(&format!("Old image {}/release@sha256:", registry.host)), "{text}");
+    assert!(
+        text.starts_with(&format!("Old image {}/release@sha256:", registry.host)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -129,13 +154,21 @@ fn manifest_list_picks_the_platform() {
     let mut layout = Layout::new(dir.path());
     let layer = |name: &str| {
         Layer::new()
-            .tree("release-manifests", &shared_payload(name).join("release-manifests"))
+            .tree(
+                "release-manifests",
+                &shared_payload(name).join("release-manifests"),
+            )
             .tar_gz()
     };
     let amd = layout.image(&[layer("mco-after-fix")], "linux/amd64");
     let arm = layout.image(&[layer("mco-before-fix")], "linux/arm64");
     layout.add(amd, None).add(arm, None);
-    crane_push(dir.path(), &format!("{}/release:multi", registry.host), true, None);
+    crane_push(
+        dir.path(),
+        &format!("{}/release:multi", registry.host),
+        true,
+        None,
+    );
 
     let cli = Cli::new();
     let image = format!("{}/release:multi", registry.host);
@@ -166,7 +199,10 @@ fn auth_registry_needs_the_credentials_and_names_the_files_looked_at() {
     let dir = tempfile::tempdir().unwrap();
     let mut layout = Layout::new(dir.path());
     let layer = Layer::new()
-        .tree("release-manifests", &shared_payload("mco-after-fix").join("release-manifests"))
+        .tree(
+            "release-manifests",
+            &shared_payload("mco-after-fix").join("release-manifests"),
+        )
         .tar_gz();
     let image_desc = layout.image(&[layer], "linux/amd64");
     layout.add(image_desc, None);
@@ -187,7 +223,14 @@ fn auth_registry_needs_the_credentials_and_names_the_files_looked_at() {
     );
     // Given with --registry-config.
     let config = auth.path().join("config.json");
-    let out = cli.ok(&["plan", "-o", "json", "--registry-config", config.to_str().unwrap(), &image]);
+    let out = cli.ok(&[
+        "plan",
+        "-o",
+        "json",
+        "--registry-config",
+        config.to_str().unwrap(),
+        &image,
+    ]);
     assert_eq!(
         json_without_images(&out),
         plan_json(&cli, shared_payload("mco-after-fix").to_str().unwrap())
@@ -195,10 +238,20 @@ fn auth_registry_needs_the_credentials_and_names_the_files_looked_at() {
     // Wrong credentials: the message names the file they came from.
     let wrong = docker_config(&registry.host, "puller", "wrong");
     let wrong_config = wrong.path().join("config.json");
-    let (ok, _, err) = cli.run(&["plan", "--no-cache", "--registry-config", wrong_config.to_str().unwrap(), &format!("{}/release:auth", registry.host)]);
+    let (ok, _, err) = cli.run(&[
+        "plan",
+        "--no-cache",
+        "--registry-config",
+        wrong_config.to_str().unwrap(),
+        &format!("{}/release:auth", registry.host),
+    ]);
     assert!(!ok);
     assert!(
-        err.contains(&format!("the credentials for {} from {} were refused", registry.host, wrong_config.display())),
+        err.contains(&format!(
+            "the credentials for {} from {} were refused",
+            registry.host,
+            wrong_config.display()
+        )),
         "{err}"
     );
 }
@@ -213,16 +266,26 @@ fn cache_hit_does_only_the_manifest_head() {
     let first = cli.ok(&["plan", "-o", "json", &image]);
     let requests = proxy.take();
     assert!(
-        requests.iter().any(|r| r.starts_with("GET /v2/release/blobs/sha256:")),
+        requests
+            .iter()
+            .any(|r| r.starts_with("GET /v2/release/blobs/sha256:")),
         "{requests:?}"
     );
     let second = cli.ok(&["plan", "-o", "json", &image]);
     assert_eq!(first, second);
     let requests = proxy.take();
-    assert_eq!(requests, ["HEAD /v2/release/manifests/cached"], "{requests:?}");
+    assert_eq!(
+        requests,
+        ["HEAD /v2/release/manifests/cached"],
+        "{requests:?}"
+    );
     // By digest, a cached image needs no request at all.
     let v: serde_json::Value = serde_json::from_str(&first).unwrap();
-    let by_digest = format!("{}/release@{}", proxy.host, v["image"]["digest"].as_str().unwrap());
+    let by_digest = format!(
+        "{}/release@{}",
+        proxy.host,
+        v["image"]["digest"].as_str().unwrap()
+    );
     cli.ok(&["plan", &by_digest]);
     assert_eq!(proxy.take(), Vec::<String>::new());
     // --no-cache pulls again and leaves no new entry.
@@ -246,7 +309,9 @@ fn image_without_release_manifests_is_refused() {
     let (ok, _, err) = cli.run(&["lint", &image]);
     assert!(!ok);
     assert!(
-        err.contains(&format!("image {image}: no release-manifests/ in the image; it is not a release image")),
+        err.contains(&format!(
+            "image {image}: no release-manifests/ in the image; it is not a release image"
+        )),
         "{err}"
     );
     // No entry (nor staging directory) is left in the cache.

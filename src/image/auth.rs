@@ -59,7 +59,11 @@ impl AuthFiles {
                 files: vec![file.to_path_buf()],
             };
         }
-        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let mut files = Vec::new();
         if let Some(f) = env("REGISTRY_AUTH_FILE") {
             files.push(f);
@@ -121,7 +125,10 @@ fn normalise_key(key: &str) -> String {
     let k = key
         .trim_start_matches("https://")
         .trim_start_matches("http://");
-    let k = k.strip_suffix("/v1/").or_else(|| k.strip_suffix("/v2/")).unwrap_or(k);
+    let k = k
+        .strip_suffix("/v1/")
+        .or_else(|| k.strip_suffix("/v2/"))
+        .unwrap_or(k);
     let k = k.trim_end_matches('/');
     match k {
         "index.docker.io" | "registry-1.docker.io" => "docker.io".to_string(),
@@ -150,7 +157,11 @@ fn entry_in(
     let Some((key, value)) = best else {
         return Ok(None);
     };
-    if let Some(auth) = value.get("auth").and_then(|a| a.as_str()).filter(|a| !a.is_empty()) {
+    if let Some(auth) = value
+        .get("auth")
+        .and_then(|a| a.as_str())
+        .filter(|a| !a.is_empty())
+    {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(auth.trim())
             .map_err(|e| format!("entry {key}: auth is not base64: {e}"))?;

@@ -32,7 +32,11 @@ impl CacheOptions {
     /// under the system temporary directory; 2 GiB.
     #[must_use]
     pub fn user_default() -> Self {
-        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let base = env("XDG_CACHE_HOME")
             .or_else(|| env("HOME").map(|h| h.join(".cache")))
             .unwrap_or_else(std::env::temp_dir);
@@ -95,7 +99,11 @@ fn key(digest: &str, platform: Option<&str>) -> String {
 }
 
 /// Looks up a complete entry for `digest`: a single image, or the platform of a list.
-pub fn lookup(options: &CacheOptions, digest: &str, wanted: Option<&Platform>) -> Option<(PathBuf, EntryMeta)> {
+pub fn lookup(
+    options: &CacheOptions,
+    digest: &str,
+    wanted: Option<&Platform>,
+) -> Option<(PathBuf, EntryMeta)> {
     if !options.enabled {
         return None;
     }
@@ -153,12 +161,18 @@ pub fn stage(options: &CacheOptions) -> Result<Staging, ImageError> {
 ///
 /// # Errors
 /// [`ImageError::Cache`] when the entry cannot be written.
-pub fn commit(options: &CacheOptions, mut staging: Staging, meta: &EntryMeta) -> Result<PathBuf, ImageError> {
+pub fn commit(
+    options: &CacheOptions,
+    mut staging: Staging,
+    meta: &EntryMeta,
+) -> Result<PathBuf, ImageError> {
     let path = staging.path().to_path_buf();
     let meta_path = path.join(ENTRY_FILE);
     let text = serde_json::to_string_pretty(meta).unwrap_or_default();
     fs::write(&meta_path, text).map_err(io_err(&meta_path))?;
-    let dest = options.dir.join(key(&meta.digest, meta.platform.as_deref()));
+    let dest = options
+        .dir
+        .join(key(&meta.digest, meta.platform.as_deref()));
     match fs::rename(&path, &dest) {
         Ok(()) => {
             staging.path = None;
@@ -181,7 +195,8 @@ fn trim(options: &CacheOptions, keep: &Path) {
         .filter_map(|e| {
             let meta_path = e.path().join(ENTRY_FILE);
             let used = fs::metadata(&meta_path).and_then(|m| m.modified()).ok()?;
-            let meta: EntryMeta = serde_json::from_str(&fs::read_to_string(&meta_path).ok()?).ok()?;
+            let meta: EntryMeta =
+                serde_json::from_str(&fs::read_to_string(&meta_path).ok()?).ok()?;
             Some((used, meta.bytes, e.path()))
         })
         .collect();

@@ -89,7 +89,12 @@ impl Extractor {
     /// # Errors
     /// Size or digest mismatch, a refused entry, a broken tar or gzip stream, or a write
     /// error in the staging directory.
-    pub fn layer(&mut self, index: usize, desc: &Descriptor, blob: impl Read) -> Result<(), ImageError> {
+    pub fn layer(
+        &mut self,
+        index: usize,
+        desc: &Descriptor,
+        blob: impl Read,
+    ) -> Result<(), ImageError> {
         if desc.size > self.limits.layer_bytes {
             return Err(ImageError::TooLarge {
                 image: self.image.clone(),
@@ -123,7 +128,11 @@ impl Extractor {
                 digest: desc.digest.clone(),
                 expected: desc.size,
                 got: v.count,
-                truncated: if v.count < desc.size { " (truncated)" } else { "" },
+                truncated: if v.count < desc.size {
+                    " (truncated)"
+                } else {
+                    ""
+                },
             });
         }
         let actual = format!("sha256:{}", hex(&v.hasher.finalize()));
@@ -174,7 +183,8 @@ impl Extractor {
             .entries()
             .map_err(|e| self.layer_error(ctx, &format!("not a tar stream: {e}")))?;
         for entry in entries {
-            let entry = entry.map_err(|e| self.layer_error(ctx, &format!("broken tar stream: {e}")))?;
+            let entry =
+                entry.map_err(|e| self.layer_error(ctx, &format!("broken tar stream: {e}")))?;
             self.entry(ctx, entry, &mut written)?;
         }
         // Read the rest of the (compressed) stream through the decoder.
@@ -219,7 +229,8 @@ impl Extractor {
             } else {
                 let mut target = parent.to_vec();
                 target.push(hidden.to_string());
-                remove(&self.path(&target)).map_err(|e| self.cache_error(&self.path(&target), e))?;
+                remove(&self.path(&target))
+                    .map_err(|e| self.cache_error(&self.path(&target), e))?;
             }
             return Ok(());
         }
@@ -251,7 +262,8 @@ impl Extractor {
                 }
                 self.real_dirs(ctx, &name, parent, true)?;
                 remove(&dest).map_err(|e| self.cache_error(&dest, e))?;
-                let mut file = fs::File::create_new(&dest).map_err(|e| self.cache_error(&dest, e))?;
+                let mut file =
+                    fs::File::create_new(&dest).map_err(|e| self.cache_error(&dest, e))?;
                 let copied = io::copy(&mut (&mut entry).take(size), &mut file)
                     .map_err(|e| self.layer_error(ctx, &format!("entry {name}: {e}")))?;
                 if copied != size {
@@ -271,14 +283,21 @@ impl Extractor {
                 let target = link_name(&entry);
                 let tcomps = components(&target)
                     .ok()
-                    .filter(|c| c.first().is_some_and(|f| PAYLOAD_DIRS.contains(&f.as_str())))
+                    .filter(|c| {
+                        c.first()
+                            .is_some_and(|f| PAYLOAD_DIRS.contains(&f.as_str()))
+                    })
                     .ok_or_else(|| {
                         self.entry_error(ctx, &name, EntryProblem::HardLinkLeaves(target.clone()))
                     })?;
                 self.real_dirs(ctx, &name, &tcomps[..tcomps.len() - 1], false)?;
                 let source = self.path(&tcomps);
                 if !fs::symlink_metadata(&source).is_ok_and(|m| m.is_file()) {
-                    return Err(self.entry_error(ctx, &name, EntryProblem::HardLinkMissing(target)));
+                    return Err(self.entry_error(
+                        ctx,
+                        &name,
+                        EntryProblem::HardLinkMissing(target),
+                    ));
                 }
                 self.real_dirs(ctx, &name, parent, true)?;
                 if source != dest {
@@ -314,7 +333,13 @@ impl Extractor {
 
     /// Makes sure every prefix of `comps` is a real directory (never a symlink); creates the
     /// missing ones when `create`.
-    fn real_dirs(&self, ctx: &Ctx<'_>, name: &str, comps: &[String], create: bool) -> Result<(), ImageError> {
+    fn real_dirs(
+        &self,
+        ctx: &Ctx<'_>,
+        name: &str,
+        comps: &[String],
+        create: bool,
+    ) -> Result<(), ImageError> {
         let mut p = self.root.clone();
         for c in comps {
             p.push(c);
@@ -415,7 +440,9 @@ fn symlink(target: &str, dest: &Path) -> io::Result<()> {
 
 #[cfg(not(unix))]
 fn symlink(_target: &str, _dest: &Path) -> io::Result<()> {
-    Err(io::Error::other("symlinks in images are only supported on Unix"))
+    Err(io::Error::other(
+        "symlinks in images are only supported on Unix",
+    ))
 }
 
 #[cfg(test)]
@@ -434,7 +461,10 @@ mod tests {
 
     #[test]
     fn components_refuse_dotdot_and_absolute() {
-        assert_eq!(components("./release-manifests//a").unwrap(), ["release-manifests", "a"]);
+        assert_eq!(
+            components("./release-manifests//a").unwrap(),
+            ["release-manifests", "a"]
+        );
         assert_eq!(components("a/../b"), Err(EntryProblem::DotDot));
         assert_eq!(components("/etc"), Err(EntryProblem::Absolute));
     }

@@ -54,7 +54,12 @@ struct Index {
 
 impl Layout {
     /// Opens `dir/index.json` and picks the entry named `tag`, or the only entry.
-    pub fn open(image: &str, dir: &Path, tag: Option<&str>, options: &FetchOptions) -> Result<Self, ImageError> {
+    pub fn open(
+        image: &str,
+        dir: &Path,
+        tag: Option<&str>,
+        options: &FetchOptions,
+    ) -> Result<Self, ImageError> {
         let index_path = dir.join("index.json");
         let bytes = read_small(image, &index_path, options.limits.manifest_bytes)?;
         let index: Index = serde_json::from_slice(&bytes)
@@ -76,9 +81,13 @@ impl Layout {
                 ));
             }
         };
-        let entry = entry
-            .cloned()
-            .ok_or_else(|| local_error(image, "index.json", format!("no image tagged {:?}", tag.unwrap_or(""))))?;
+        let entry = entry.cloned().ok_or_else(|| {
+            local_error(
+                image,
+                "index.json",
+                format!("no image tagged {:?}", tag.unwrap_or("")),
+            )
+        })?;
         manifest::digest_hex(image, &entry.digest)?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -91,9 +100,23 @@ impl Layout {
         Ok(self.dir.join("blobs").join("sha256").join(hex))
     }
 
-    fn manifest(&self, image: &str, desc: &Descriptor, limits: &Limits) -> Result<Manifest, ImageError> {
-        check_manifest_size(image, &format!("manifest {}", desc.digest), desc.size, limits)?;
-        let bytes = read_small(image, &self.blob(image, &desc.digest)?, limits.manifest_bytes)?;
+    fn manifest(
+        &self,
+        image: &str,
+        desc: &Descriptor,
+        limits: &Limits,
+    ) -> Result<Manifest, ImageError> {
+        check_manifest_size(
+            image,
+            &format!("manifest {}", desc.digest),
+            desc.size,
+            limits,
+        )?;
+        let bytes = read_small(
+            image,
+            &self.blob(image, &desc.digest)?,
+            limits.manifest_bytes,
+        )?;
         verify_manifest(image, &desc.digest, &bytes)?;
         manifest::parse(image, &desc.digest, &bytes, Some(&desc.media_type))
     }
@@ -102,7 +125,8 @@ impl Layout {
     pub fn fetch(&self, image: &str, options: &FetchOptions) -> Result<Fetched, ImageError> {
         let digest = self.entry.digest.clone();
         let pinned = format!("{image}@{digest}");
-        if let Some((dir, meta)) = cache::lookup(&options.cache, &digest, options.platform.as_ref()) {
+        if let Some((dir, meta)) = cache::lookup(&options.cache, &digest, options.platform.as_ref())
+        {
             return Ok(from_cache(image, pinned, dir, meta));
         }
         let (layers, manifest_digest, platform): (Layers, String, Option<String>) =
@@ -126,13 +150,19 @@ impl Layout {
         let mut ex = extractor(&staging, image, options.limits);
         for (i, layer) in layers.iter().enumerate() {
             let path = self.blob(image, &layer.digest)?;
-            let meta = fs::metadata(&path)
-                .map_err(|e| local_error(image, &format!("blob {}", layer.digest), e.to_string()))?;
+            let meta = fs::metadata(&path).map_err(|e| {
+                local_error(image, &format!("blob {}", layer.digest), e.to_string())
+            })?;
             if !meta.is_file() {
-                return Err(local_error(image, &format!("blob {}", layer.digest), "not a regular file"));
+                return Err(local_error(
+                    image,
+                    &format!("blob {}", layer.digest),
+                    "not a regular file",
+                ));
             }
-            let file = fs::File::open(&path)
-                .map_err(|e| local_error(image, &format!("blob {}", layer.digest), e.to_string()))?;
+            let file = fs::File::open(&path).map_err(|e| {
+                local_error(image, &format!("blob {}", layer.digest), e.to_string())
+            })?;
             ex.layer(i, layer, file)?;
         }
         let meta = cache::EntryMeta {
@@ -157,7 +187,10 @@ fn unpack(image: &str, file: &Path, dest: &Path, limits: &Limits) -> Result<(), 
         if name.starts_with('/') || name.split('/').any(|c| c == "..") {
             return Err(local_error(image, &name, "path leaves the archive"));
         }
-        let comps: Vec<&str> = name.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+        let comps: Vec<&str> = name
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
         let path = comps.iter().fold(dest.to_path_buf(), |p, c| p.join(c));
         let cache_err = |e: std::io::Error| ImageError::Cache {
             path: path.clone(),
@@ -178,7 +211,8 @@ fn unpack(image: &str, file: &Path, dest: &Path, limits: &Limits) -> Result<(), 
                     fs::create_dir_all(parent).map_err(cache_err)?;
                 }
                 let mut out = fs::File::create(&path).map_err(cache_err)?;
-                std::io::copy(&mut (&mut entry).take(limits.layer_bytes), &mut out).map_err(broken)?;
+                std::io::copy(&mut (&mut entry).take(limits.layer_bytes), &mut out)
+                    .map_err(broken)?;
             }
             _ => {
                 return Err(local_error(
@@ -193,7 +227,11 @@ fn unpack(image: &str, file: &Path, dest: &Path, limits: &Limits) -> Result<(), 
 }
 
 /// `oci-archive:FILE`.
-pub fn fetch_oci_archive(image: &str, file: &Path, options: &FetchOptions) -> Result<Fetched, ImageError> {
+pub fn fetch_oci_archive(
+    image: &str,
+    file: &Path,
+    options: &FetchOptions,
+) -> Result<Fetched, ImageError> {
     let unpacked = cache::stage(&options.cache)?;
     let dir = unpacked.path().join("archive");
     unpack(image, file, &dir, &options.limits)?;
@@ -210,19 +248,31 @@ struct DockerEntry {
 
 /// `docker-archive:FILE` (`docker save`): `manifest.json`, the config, layer tars. Each layer
 /// is verified against the config's `rootfs.diff_ids` (or its `blobs/sha256/` name).
-pub fn fetch_docker_archive(image: &str, file: &Path, options: &FetchOptions) -> Result<Fetched, ImageError> {
+pub fn fetch_docker_archive(
+    image: &str,
+    file: &Path,
+    options: &FetchOptions,
+) -> Result<Fetched, ImageError> {
     let unpacked = cache::stage(&options.cache)?;
     let dir = unpacked.path().join("archive");
     unpack(image, file, &dir, &options.limits)?;
     let limits = &options.limits;
     let bytes = read_small(image, &dir.join("manifest.json"), limits.manifest_bytes)?;
-    let entries: Vec<DockerEntry> = serde_json::from_slice(&bytes)
-        .map_err(|e| local_error(image, "manifest.json", format!("not a docker archive manifest: {e}")))?;
+    let entries: Vec<DockerEntry> = serde_json::from_slice(&bytes).map_err(|e| {
+        local_error(
+            image,
+            "manifest.json",
+            format!("not a docker archive manifest: {e}"),
+        )
+    })?;
     let [entry] = entries.as_slice() else {
         return Err(local_error(
             image,
             "manifest.json",
-            format!("{} images; minicvo reads archives of one image", entries.len()),
+            format!(
+                "{} images; minicvo reads archives of one image",
+                entries.len()
+            ),
         ));
     };
     let safe = |p: &str| {
@@ -243,12 +293,22 @@ pub fn fetch_docker_archive(image: &str, file: &Path, options: &FetchOptions) ->
     let diff_ids: Vec<String> = config
         .pointer("/rootfs/diff_ids")
         .and_then(|d| serde_json::from_value(d.clone()).ok())
-        .ok_or_else(|| local_error(image, &entry.config, "no rootfs.diff_ids: not an image config"))?;
+        .ok_or_else(|| {
+            local_error(
+                image,
+                &entry.config,
+                "no rootfs.diff_ids: not an image config",
+            )
+        })?;
     if diff_ids.len() != entry.layers.len() {
         return Err(local_error(
             image,
             "manifest.json",
-            format!("{} layers but the config lists {} diff_ids", entry.layers.len(), diff_ids.len()),
+            format!(
+                "{} layers but the config lists {} diff_ids",
+                entry.layers.len(),
+                diff_ids.len()
+            ),
         ));
     }
     let staging = cache::stage(&options.cache)?;

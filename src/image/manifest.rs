@@ -108,7 +108,11 @@ pub fn hex(bytes: &[u8]) -> String {
 /// [`ImageError::NotAnImage`] for another algorithm or a malformed digest.
 pub fn digest_hex<'a>(image: &str, digest: &'a str) -> Result<&'a str, ImageError> {
     match digest.strip_prefix("sha256:") {
-        Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
+        Some(h)
+            if h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
             Ok(h)
         }
         _ => Err(ImageError::NotAnImage {
@@ -124,7 +128,12 @@ pub fn digest_hex<'a>(image: &str, digest: &'a str) -> Result<&'a str, ImageErro
 /// # Errors
 /// [`ImageError::NotAnImage`] for bad JSON, an unknown media type, an artifact, a config or
 /// layer that is not an image's, or a bad digest in a descriptor.
-pub fn parse(image: &str, digest: &str, bytes: &[u8], header_type: Option<&str>) -> Result<Manifest, ImageError> {
+pub fn parse(
+    image: &str,
+    digest: &str,
+    bytes: &[u8],
+    header_type: Option<&str>,
+) -> Result<Manifest, ImageError> {
     let not = |reason: String| ImageError::NotAnImage {
         image: image.to_string(),
         what: format!("manifest {digest}"),
@@ -166,7 +175,10 @@ pub fn parse(image: &str, digest: &str, bytes: &[u8], header_type: Option<&str>)
             )));
         }
         if !LAYER_TYPES.contains(&l.media_type.as_str()) {
-            return Err(not(format!("layer {i} ({}) has media type {}", l.digest, l.media_type)));
+            return Err(not(format!(
+                "layer {i} ({}) has media type {}",
+                l.digest, l.media_type
+            )));
         }
         digest_hex(image, &l.digest)?;
     }
@@ -177,7 +189,11 @@ pub fn parse(image: &str, digest: &str, bytes: &[u8], header_type: Option<&str>)
 ///
 /// # Errors
 /// [`ImageError::NoPlatform`] naming what the index has.
-pub fn select<'a>(image: &str, entries: &'a [Descriptor], wanted: Option<&Platform>) -> Result<(&'a Descriptor, Platform), ImageError> {
+pub fn select<'a>(
+    image: &str,
+    entries: &'a [Descriptor],
+    wanted: Option<&Platform>,
+) -> Result<(&'a Descriptor, Platform), ImageError> {
     let matches = |e: &Descriptor, p: &Platform| {
         e.platform.as_ref().is_some_and(|ep| {
             ep.os == p.os

@@ -111,7 +111,9 @@ pub async fn fetch(source: &Source, options: &FetchOptions) -> Result<Fetched, I
             layout.fetch(&name, options)
         }
         Source::OciArchive(file) => local::fetch_oci_archive(&source.to_string(), file, options),
-        Source::DockerArchive(file) => local::fetch_docker_archive(&source.to_string(), file, options),
+        Source::DockerArchive(file) => {
+            local::fetch_docker_archive(&source.to_string(), file, options)
+        }
     }
 }
 
@@ -171,7 +173,13 @@ fn from_cache(image: &str, pinned: String, dir: PathBuf, meta: EntryMeta) -> Fet
 
 /// Checks the extracted payload and commits it to the cache (or keeps the staging directory
 /// alive for this run with `--no-cache`).
-fn finish(image: &str, pinned: String, staging: Staging, meta: EntryMeta, options: &FetchOptions) -> Result<Fetched, ImageError> {
+fn finish(
+    image: &str,
+    pinned: String,
+    staging: Staging,
+    meta: EntryMeta,
+    options: &FetchOptions,
+) -> Result<Fetched, ImageError> {
     let payload = staging.path().join(cache::PAYLOAD_DIR);
     if !payload.join("release-manifests").is_dir() {
         return Err(ImageError::NoReleaseManifests {
@@ -207,7 +215,12 @@ fn finish(image: &str, pinned: String, staging: Staging, meta: EntryMeta, option
 }
 
 /// A manifest size bound check.
-fn check_manifest_size(image: &str, what: &str, size: u64, limits: &Limits) -> Result<(), ImageError> {
+fn check_manifest_size(
+    image: &str,
+    what: &str,
+    size: u64,
+    limits: &Limits,
+) -> Result<(), ImageError> {
     if size > limits.manifest_bytes {
         return Err(ImageError::TooLarge {
             image: image.to_string(),

@@ -64,8 +64,8 @@ impl Source {
             return Ok(Self::Directory(PathBuf::from(arg)));
         }
         let first = arg.split('/').next().unwrap_or_default();
-        let looks_like_registry =
-            arg.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+        let looks_like_registry = arg.contains('/')
+            && (first.contains('.') || first.contains(':') || first == "localhost");
         if looks_like_registry || arg.contains("@sha256:") {
             return Self::registry(arg, arg);
         }

@@ -35,9 +35,9 @@ impl Remote<'_> {
             OciDistributionError::UnauthorizedError { .. }
             | OciDistributionError::AuthenticationFailure(_) => true,
             OciDistributionError::ServerError { code, .. } => *code == 401,
-            OciDistributionError::RegistryError { envelope, .. } => {
-                format!("{envelope:?}").to_ascii_lowercase().contains("unauthorized")
-            }
+            OciDistributionError::RegistryError { envelope, .. } => format!("{envelope:?}")
+                .to_ascii_lowercase()
+                .contains("unauthorized"),
             _ => false,
         };
         if unauthorized {
@@ -55,13 +55,23 @@ impl Remote<'_> {
         }
     }
 
-    async fn manifest(&self, reference: &Reference, digest: &str, limits: &super::Limits) -> Result<Manifest, ImageError> {
+    async fn manifest(
+        &self,
+        reference: &Reference,
+        digest: &str,
+        limits: &super::Limits,
+    ) -> Result<Manifest, ImageError> {
         let (bytes, _) = self
             .client
             .pull_manifest_raw(reference, &self.auth, ACCEPT)
             .await
             .map_err(|e| self.error(e))?;
-        check_manifest_size(self.image, &format!("manifest {digest}"), bytes.len() as u64, limits)?;
+        check_manifest_size(
+            self.image,
+            &format!("manifest {digest}"),
+            bytes.len() as u64,
+            limits,
+        )?;
         verify_manifest(self.image, digest, &bytes)?;
         manifest::parse(self.image, digest, &bytes, None)
     }
@@ -69,11 +79,15 @@ impl Remote<'_> {
 
 /// The manifest digest by one anonymous `HEAD`, as a cache check needs: `None` when the
 /// registry wants auth (then the client's authenticated path runs) or sends no digest.
-async fn anonymous_head(reference: &Reference, registry: &str, insecure: &[String]) -> Option<String> {
+async fn anonymous_head(
+    reference: &Reference,
+    registry: &str,
+    insecure: &[String],
+) -> Option<String> {
     let plain = super::is_loopback(registry)
-        || insecure.iter().any(|h| {
-            h == registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h)
-        });
+        || insecure
+            .iter()
+            .any(|h| h == registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h));
     let url = format!(
         "{}://{registry}/v2/{}/manifests/{}",
         if plain { "http" } else { "https" },
@@ -89,7 +103,11 @@ async fn anonymous_head(reference: &Reference, registry: &str, insecure: &[Strin
     if !response.status().is_success() {
         return None;
     }
-    let digest = response.headers().get("docker-content-digest")?.to_str().ok()?;
+    let digest = response
+        .headers()
+        .get("docker-content-digest")?
+        .to_str()
+        .ok()?;
     Some(digest.to_string())
 }
 
@@ -100,17 +118,18 @@ pub async fn fetch(image: &str, options: &FetchOptions) -> Result<Fetched, Image
         reason: e.to_string(),
     })?;
     let registry = reference.resolve_registry().to_string();
-    let credentials =
-        AuthFiles::lookup(options.registry_config.as_deref()).find(reference.registry(), reference.repository());
+    let credentials = AuthFiles::lookup(options.registry_config.as_deref())
+        .find(reference.registry(), reference.repository());
     let auth = match &credentials.basic {
         Some((u, p)) => RegistryAuth::Basic(u.clone(), p.clone()),
         None => RegistryAuth::Anonymous,
     };
     let mut plain: Vec<String> = options.insecure_registries.clone();
     if super::is_loopback(&registry)
-        || options.insecure_registries.iter().any(|h| {
-            h == &registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h)
-        })
+        || options
+            .insecure_registries
+            .iter()
+            .any(|h| h == &registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h))
     {
         plain.push(registry.clone());
     }
@@ -139,7 +158,11 @@ pub async fn fetch(image: &str, options: &FetchOptions) -> Result<Fetched, Image
         },
     };
     manifest::digest_hex(image, &digest)?;
-    let pinned = format!("{}/{}@{digest}", reference.registry(), reference.repository());
+    let pinned = format!(
+        "{}/{}@{digest}",
+        reference.registry(),
+        reference.repository()
+    );
     if let Some((dir, meta)) = cache::lookup(&options.cache, &digest, options.platform.as_ref()) {
         return Ok(from_cache(image, pinned, dir, meta));
     }
@@ -151,23 +174,35 @@ pub async fn fetch(image: &str, options: &FetchOptions) -> Result<Fetched, Image
         )
     };
     let top = by_digest(&digest);
-    let (layers, manifest_digest, platform) = match remote.manifest(&top, &digest, &options.limits).await? {
-        Manifest::Image(layers) => (layers, digest.clone(), None),
-        Manifest::Index(entries) => {
-            let (entry, platform) = manifest::select(image, &entries, options.platform.as_ref())?;
-            check_manifest_size(image, &format!("manifest {}", entry.digest), entry.size, &options.limits)?;
-            match remote.manifest(&by_digest(&entry.digest), &entry.digest, &options.limits).await? {
-                Manifest::Image(layers) => (layers, entry.digest.clone(), Some(platform.to_string())),
-                Manifest::Index(_) => {
-                    return Err(ImageError::NotAnImage {
-                        image: image.to_string(),
-                        what: format!("manifest {}", entry.digest),
-                        reason: "an index inside an index".into(),
-                    });
+    let (layers, manifest_digest, platform) =
+        match remote.manifest(&top, &digest, &options.limits).await? {
+            Manifest::Image(layers) => (layers, digest.clone(), None),
+            Manifest::Index(entries) => {
+                let (entry, platform) =
+                    manifest::select(image, &entries, options.platform.as_ref())?;
+                check_manifest_size(
+                    image,
+                    &format!("manifest {}", entry.digest),
+                    entry.size,
+                    &options.limits,
+                )?;
+                match remote
+                    .manifest(&by_digest(&entry.digest), &entry.digest, &options.limits)
+                    .await?
+                {
+                    Manifest::Image(layers) => {
+                        (layers, entry.digest.clone(), Some(platform.to_string()))
+                    }
+                    Manifest::Index(_) => {
+                        return Err(ImageError::NotAnImage {
+                            image: image.to_string(),
+                            what: format!("manifest {}", entry.digest),
+                            reason: "an index inside an index".into(),
+                        });
+                    }
                 }
             }
-        }
-    };
+        };
     let staging = cache::stage(&options.cache)?;
     let mut ex = extractor(&staging, image, options.limits);
     for (i, layer) in layers.iter().enumerate() {

@@ -12,7 +12,10 @@ use sha2::{Digest as _, Sha256};
 /// `sha256:<hex>`.
 pub fn digest(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
-    format!("sha256:{}", d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!(
+        "sha256:{}",
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
 }
 
 /// A layer tar under construction.
@@ -40,7 +43,11 @@ impl Layer {
         }
         h.set_entry_type(kind);
         h.set_size(size);
-        h.set_mode(if kind == tar::EntryType::Directory { 0o755 } else { 0o644 });
+        h.set_mode(if kind == tar::EntryType::Directory {
+            0o755
+        } else {
+            0o644
+        });
         h.set_mtime(0);
         h
     }

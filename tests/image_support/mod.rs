@@ -22,7 +22,10 @@ pub fn bin_dir() -> PathBuf {
             return PathBuf::from(d);
         }
         let out = Command::new("bash")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/hack/build-testplane.sh"))
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/hack/build-testplane.sh"
+            ))
             .stderr(Stdio::inherit())
             .output()
             .expect("run hack/build-testplane.sh");
@@ -36,7 +39,11 @@ pub fn bin_dir() -> PathBuf {
 /// A tool from the bin dir; a missing one fails the test (never a skip).
 pub fn tool(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(p.is_file(), "{} is missing: run hack/build-testplane.sh", p.display());
+    assert!(
+        p.is_file(),
+        "{} is missing: run hack/build-testplane.sh",
+        p.display()
+    );
     p
 }
 

@@ -25,9 +25,7 @@ impl CountingProxy {
             .build()
             .unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let listener = runtime
-            .block_on(TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let upstream = upstream.to_string();
         let seen = requests.clone();
