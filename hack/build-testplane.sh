@@ -2,6 +2,9 @@
 # Builds the test control plane (kube-apiserver, kube-controller-manager, kubectl, etcd) from
 # the Go modules under hack/tools/ into a cache directory keyed by the module files and the Go
 # version. A warm cache makes this a no-op. The last line printed is the bin directory.
+# The registry tools of the release-image tests (crane, the distribution registry, htpasswd)
+# come from hack/tools/registry and are built into the same bin directory, checked by their
+# own key (bin/.registry-key), so they never invalidate the plane binaries.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 K8S_VERSION=v1.37.2 # must match hack/tools/testplane/go.mod
@@ -18,7 +21,27 @@ bin=$CACHE/$key/bin
 tools=(kube-apiserver kube-controller-manager kubectl etcd)
 ready=1
 for t in "${tools[@]}"; do [[ -x $bin/$t ]] || ready=0; done
+# Builds crane, registry and htpasswd into $1 unless its .registry-key matches.
+registry_tools() {
+  local dir=$1 rkey
+  rkey=$({
+    cat "$ROOT"/hack/tools/registry/go.{mod,sum} "$ROOT"/hack/tools/registry/htpasswd/main.go
+    go version
+  } | sha256sum | cut -c1-16)
+  if [[ -x $dir/crane && -x $dir/registry && -x $dir/htpasswd && $(cat "$dir/.registry-key" 2>/dev/null) == "$rkey" ]]; then
+    return 0
+  fi
+  echo "build-testplane: building crane, registry and htpasswd (hack/tools/registry)" >&2
+  (cd "$ROOT/hack/tools/registry" &&
+    go build -trimpath -ldflags "-s -w" -o "$dir/crane.new" github.com/google/go-containerregistry/cmd/crane &&
+    go build -trimpath -ldflags "-s -w" -o "$dir/registry.new" github.com/distribution/distribution/v3/cmd/registry &&
+    go build -trimpath -ldflags "-s -w" -o "$dir/htpasswd.new" ./htpasswd) >&2
+  for t in crane registry htpasswd; do mv "$dir/$t.new" "$dir/$t"; done
+  echo "$rkey" >"$dir/.registry-key"
+}
+
 if ((ready)); then
+  registry_tools "$bin"
   echo "build-testplane: cache hit ($bin)" >&2
   echo "$bin"
   exit 0
@@ -49,6 +72,7 @@ if [[ ! -x $tmp/etcd ]]; then
 fi
 "$tmp/kube-apiserver" --version >&2
 "$tmp/etcd" --version >&2
+registry_tools "$tmp"
 echo "build-testplane: built in $((SECONDS - start))s" >&2
 rm -rf "$bin"
 mv "$tmp" "$bin"

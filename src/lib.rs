@@ -29,6 +29,8 @@
 //!
 //! 9. [`schema`]: offline schema validation of objects against the built-in kinds of a
 //!    Kubernetes version and the CRDs of the payload (used by `lint`).
+//! 10. [`image`]: release images as payloads: pull (registry, OCI layout, archives), verify
+//!     and extract `release-manifests/` and `manifests/` into a cached payload directory.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
@@ -39,6 +41,7 @@ pub mod clusteroperator;
 pub mod diff;
 pub mod e2e;
 pub mod filter;
+pub mod image;
 pub mod manifest;
 pub mod output;
 pub mod payload;

@@ -171,7 +171,7 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             timeout: a.timeout,
             wait_deletes: a.wait_deletes,
             record_cluster_version: !a.no_cluster_version,
-            release_image: a.payload.release_image.clone(),
+            release_image: options.release_image.clone(),
             preflight: Some(minicvo::stub_crds::StandIns {
                 crds: a.stub_missing_crds,
                 namespaces: a.create_missing_namespaces,

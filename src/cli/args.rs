@@ -73,14 +73,95 @@ impl FilterArgs {
     }
 }
 
-/// A payload directory plus filters and version options.
+/// How release images are pulled (for every payload argument that names an image).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ImageArgs {
+    /// Registry auth file (a pull secret or docker config.json); only this file is read.
+    /// Default: $REGISTRY_AUTH_FILE, else ~/.docker/config.json, then the containers
+    /// auth.json files.
+    #[arg(long, value_name = "FILE")]
+    pub registry_config: Option<PathBuf>,
+    /// Platform picked from a multi-arch release image (default: this machine's, else
+    /// linux/amd64).
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", value_parser = parse_platform)]
+    pub platform: Option<minicvo::image::Platform>,
+    /// Reach this registry (HOST or HOST:PORT) over plain HTTP. Loopback registries always
+    /// are.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
+    /// Do not keep the extracted payload in the image cache (it is extracted, used and
+    /// deleted).
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+fn parse_platform(s: &str) -> Result<minicvo::image::Platform, String> {
+    s.parse()
+}
+
+impl ImageArgs {
+    /// The library's fetch options.
+    #[must_use]
+    pub fn options(&self) -> minicvo::image::FetchOptions {
+        let mut o = minicvo::image::FetchOptions {
+            registry_config: self.registry_config.clone(),
+            platform: self.platform.clone(),
+            insecure_registries: self.insecure_registry.clone(),
+            ..minicvo::image::FetchOptions::default()
+        };
+        o.cache.enabled = !self.no_cache;
+        o
+    }
+
+    /// Resolves a payload argument: a directory as is, an image pulled (or taken from the
+    /// cache) and extracted. Logs the image and its digest on stderr.
+    ///
+    /// # Errors
+    /// [`minicvo::image::ImageError`].
+    pub fn fetch(&self, arg: &std::path::Path) -> anyhow::Result<minicvo::image::Fetched> {
+        let text = arg.to_string_lossy();
+        let source = minicvo::image::Source::resolve(&text)?;
+        let fetched = minicvo::image::fetch_blocking(&source, &self.options())?;
+        if source.is_image() {
+            let i = &fetched.info;
+            tracing::info!(
+                "image {} is {}{}{}",
+                i.image,
+                i.pinned,
+                i.platform
+                    .as_ref()
+                    .map(|p| format!(" ({p} {})", i.manifest_digest))
+                    .unwrap_or_default(),
+                if i.cached { ", from the cache" } else { "" }
+            );
+        }
+        Ok(fetched)
+    }
+}
+
+/// The image a payload came from, for outputs: `{"image", "pinned", "digest", ...}`.
+#[must_use]
+pub fn image_json(info: &minicvo::image::ImageInfo) -> serde_json::Value {
+    serde_json::json!({
+        "image": info.image,
+        "pullSpec": info.pinned,
+        "digest": info.digest,
+        "manifestDigest": info.manifest_digest,
+        "platform": info.platform,
+    })
+}
+
+/// A payload (directory or release image) plus filters and version options.
 #[derive(Debug, Clone, Args)]
 pub struct PayloadArgs {
     /// Payload directory (with release-manifests/ and optionally manifests/, or a bare
-    /// directory of manifests).
+    /// directory of manifests), or a release image: REGISTRY/REPO:TAG, REGISTRY/REPO@sha256:…,
+    /// oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE. An existing path is a directory.
     pub payload: PathBuf,
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub image: ImageArgs,
     /// Release image pull spec rendered into `{{.ReleaseImage}}` in manifests/.
     #[arg(long, default_value = "")]
     pub release_image: String,
@@ -111,15 +192,43 @@ impl PayloadArgs {
     /// # Errors
     /// The load error, or a usage error from the filters.
     pub fn load(&self, substitute: bool) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
-        let options = self.load_options(substitute)?;
-        let payload = minicvo::load(&self.payload, &options)?;
+        let (payload, options, _) = self.load_image(substitute)?;
+        Ok((payload, options))
+    }
+
+    /// [`PayloadArgs::load`], also returning the image the payload came from (when it is an
+    /// image). For an image, `{{.ReleaseImage}}` defaults to its pull spec by digest.
+    ///
+    /// # Errors
+    /// Image, load and usage errors.
+    pub fn load_image(
+        &self,
+        substitute: bool,
+    ) -> anyhow::Result<(
+        minicvo::Payload,
+        LoadOptions,
+        Option<minicvo::image::ImageInfo>,
+    )> {
+        let mut options = self.load_options(substitute)?;
+        let fetched = self.image.fetch(&self.payload)?;
+        let info = (fetched.dir != self.payload).then(|| fetched.info.clone());
+        if let Some(i) = &info
+            && options.release_image.is_empty()
+        {
+            options.release_image.clone_from(&i.pinned);
+        }
+        let mut payload = minicvo::load(&fetched.dir, &options)?;
+        if let Some(i) = &info {
+            // Outputs name the image, not the cache directory it was extracted to.
+            payload.root = PathBuf::from(&i.pinned);
+        }
         for w in &payload.warnings {
             tracing::warn!("{w}");
         }
         for e in &payload.excluded {
             tracing::info!("excluded {}: {}", e.manifest.label(), e.reason);
         }
-        Ok((payload, options))
+        Ok((payload, options, info))
     }
 }
 

@@ -15,7 +15,7 @@ use minicvo::simulate::Spec;
 use tokio_util::sync::CancellationToken;
 
 use super::apply::{EXIT_INTERRUPTED, cancel_on_ctrl_c, parse_duration, progress_for};
-use super::args::{ClusterArgs, FilterArgs};
+use super::args::{ClusterArgs, FilterArgs, ImageArgs};
 
 /// Arguments of `e2e`.
 #[derive(Debug, Args)]
@@ -54,10 +54,10 @@ pub enum E2eFormat {
     something, 2 usage or kubeconfig error, 130 interrupted."
 )]
 pub struct UpgradeArgs {
-    /// The payload installed first.
+    /// The payload installed first (a directory or a release image).
     #[arg(long, value_name = "OLD")]
     pub from: PathBuf,
-    /// The payload updated to.
+    /// The payload updated to (a directory or a release image).
     #[arg(long, value_name = "NEW")]
     pub to: PathBuf,
     /// OLD's version (replaces `0.0.1-snapshot`); default: OLD's release-metadata.
@@ -68,6 +68,8 @@ pub struct UpgradeArgs {
     pub to_version: Option<String>,
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub image: ImageArgs,
     /// Release image pull spec rendered into `{{.ReleaseImage}}` in manifests/.
     #[arg(long, default_value = "")]
     pub release_image: String,
@@ -142,9 +144,12 @@ pub fn e2e(a: &E2eArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
+    // Release images are extracted first; the directories live until the run ends.
+    let from = a.image.fetch(&a.from)?;
+    let to = a.image.fetch(&a.to)?;
     let options = UpgradeOptions {
-        from: a.from.clone(),
-        to: a.to.clone(),
+        from: from.dir.clone(),
+        to: to.dir.clone(),
         from_version: a.from_version.clone(),
         to_version: a.to_version.clone(),
         load: LoadOptions {

@@ -34,7 +34,7 @@ pub struct LintArgs {
     #[command(flatten)]
     pub payload: PayloadArgs,
     /// The payload the cluster runs before the update: enables the checks against its
-    /// workloads, CRDs and namespaces.
+    /// workloads, CRDs and namespaces. A directory or a release image.
     #[arg(long, value_name = "OLD")]
     pub previous: Option<PathBuf>,
     /// Lint once per profile named by any `include.release.openshift.io/<profile>`
@@ -90,17 +90,25 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let mut reports = Vec::new();
+    let mut payload_name = a.payload.payload.display().to_string();
+    let mut previous_name = a.previous.as_ref().map(|p| p.display().to_string());
     for profile in profiles {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (payload, options) = args.load(false)?;
+        let (payload, options, image) = args.load_image(false)?;
+        if let Some(i) = image {
+            payload_name = i.pinned;
+        }
         let filters = &options.filters;
         let plan = plan::build(&payload, filters, Mode::Updating, 0);
         let previous = match &a.previous {
             Some(path) => {
                 let mut old_args = args.clone();
                 old_args.payload.clone_from(path);
-                let (old, _) = old_args.load(false)?;
+                let (old, _, old_image) = old_args.load_image(false)?;
+                if let Some(i) = old_image {
+                    previous_name = Some(i.pinned);
+                }
                 let old_plan = plan::build(&old, filters, Mode::Updating, 0);
                 Some((old, old_plan))
             }
@@ -126,8 +134,8 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let result = Report {
-        payload: a.payload.payload.display().to_string(),
-        previous: a.previous.as_ref().map(|p| p.display().to_string()),
+        payload: payload_name,
+        previous: previous_name,
         profiles: reports,
     };
     let out = match a.output {

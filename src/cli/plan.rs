@@ -69,12 +69,19 @@ pub(super) fn print(text: &str) -> anyhow::Result<()> {
 /// # Errors
 /// Load errors.
 pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
-    let (payload, options) = a.payload.load(false)?;
+    let (payload, options, image) = a.payload.load_image(false)?;
     let plan = plan::from_payload(payload, &options.filters, a.mode, a.seed);
     let text = match a.output {
-        PlanFormat::Text => output::text::plan(&plan),
+        PlanFormat::Text => match &image {
+            Some(i) => format!("Image {}\n{}", pinned_line(i), output::text::plan(&plan)),
+            None => output::text::plan(&plan),
+        },
         PlanFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&output::json::plan(&plan))?;
+            let mut v = output::json::plan(&plan);
+            if let (Some(i), Some(o)) = (&image, v.as_object_mut()) {
+                o.insert("image".into(), super::args::image_json(i));
+            }
+            let mut s = serde_json::to_string_pretty(&v)?;
             s.push('\n');
             s
         }
@@ -82,6 +89,14 @@ pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     };
     print(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `PULLSPEC@DIGEST [(platform, manifest DIGEST)]` for text outputs.
+pub(super) fn pinned_line(i: &minicvo::image::ImageInfo) -> String {
+    match &i.platform {
+        Some(p) => format!("{} ({p}, manifest {})", i.pinned, i.manifest_digest),
+        None => i.pinned.clone(),
+    }
 }
 
 /// Runs `render`: the objects that are applied, in task order (apply-time skips left out).

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use minicvo::analysis::upgrade_plan::{self, dot, json, text};
 
-use super::args::{FilterArgs, PayloadArgs};
-use super::plan::print;
+use super::args::{FilterArgs, ImageArgs, PayloadArgs, image_json};
+use super::plan::{pinned_line, print};
 
 /// Output format of `upgrade-plan`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -23,13 +23,15 @@ pub enum UpgradePlanFormat {
 /// Arguments of `upgrade-plan`.
 #[derive(Debug, Args)]
 pub struct UpgradePlanArgs {
-    /// The payload the cluster runs now.
+    /// The payload the cluster runs now (a directory or a release image).
     pub old: PathBuf,
-    /// The payload to update to.
+    /// The payload to update to (a directory or a release image).
     pub new: PathBuf,
     /// Filters, applied to both payloads.
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub image: ImageArgs,
     /// Show a unified diff of the YAML of every updated object (text and JSON).
     #[arg(long)]
     pub diff: bool,
@@ -51,24 +53,42 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
         PayloadArgs {
             payload: path.clone(),
             filters: a.filters.clone(),
+            image: a.image.clone(),
             release_image: String::new(),
             release_version: None,
         }
-        .load(true)
+        .load_image(true)
     };
-    let (old, options) = load(&a.old)?;
-    let (new, _) = load(&a.new)?;
+    let (old, options, old_image) = load(&a.old)?;
+    let (new, _, new_image) = load(&a.new)?;
     let up = upgrade_plan::build(&old, &new, &options.filters);
     let out = match a.output {
-        UpgradePlanFormat::Text => text::text(
-            &up,
-            text::Options {
-                diff: a.diff,
-                changed_only: a.changed_only,
-            },
-        ),
+        UpgradePlanFormat::Text => {
+            let mut out = String::new();
+            for (which, image) in [("Old", &old_image), ("New", &new_image)] {
+                if let Some(i) = image {
+                    out.push_str(&format!("{which} image {}\n", pinned_line(i)));
+                }
+            }
+            out.push_str(&text::text(
+                &up,
+                text::Options {
+                    diff: a.diff,
+                    changed_only: a.changed_only,
+                },
+            ));
+            out
+        }
         UpgradePlanFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&json::json(&up, a.diff))?;
+            let mut v = json::json(&up, a.diff);
+            if let Some(o) = v.as_object_mut() {
+                for (key, image) in [("oldImage", &old_image), ("newImage", &new_image)] {
+                    if let Some(i) = image {
+                        o.insert(key.into(), image_json(i));
+                    }
+                }
+            }
+            let mut s = serde_json::to_string_pretty(&v)?;
             s.push('\n');
             s
         }

@@ -28,6 +28,7 @@ pub mod apply;
 pub mod bad_cases;
 pub mod cli;
 pub mod fault;
+pub mod image;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
