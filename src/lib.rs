@@ -27,6 +27,7 @@
 
 pub mod analysis;
 pub mod apply;
+pub mod cvo;
 pub mod diff;
 pub mod e2e;
 pub mod filter;
