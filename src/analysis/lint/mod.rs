@@ -13,10 +13,12 @@
 //! | `ignored-tombstone` | [`tombstones`] | warning or info |
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
+//! | `invalid-delete-annotation` | [`delete_annotation`] | error |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
 pub mod crd_order;
+pub mod delete_annotation;
 pub mod delete_before_user;
 pub mod duplicates;
 pub mod namespace_order;
@@ -81,6 +83,8 @@ pub enum Rule {
     ClusterOperatorWithoutWorkload,
     /// A ClusterOperator version still holds the `0.0.1-snapshot` placeholder.
     VersionPlaceholder,
+    /// A `release.openshift.io/delete` value other than `"true"`.
+    InvalidDeleteAnnotation,
 }
 
 impl Rule {
@@ -99,6 +103,7 @@ impl Rule {
             Rule::DuplicateObject => "duplicate-object",
             Rule::ClusterOperatorWithoutWorkload => "cluster-operator-without-workload",
             Rule::VersionPlaceholder => "version-placeholder",
+            Rule::InvalidDeleteAnnotation => "invalid-delete-annotation",
         }
     }
 }
@@ -300,6 +305,7 @@ pub fn lint(cx: &Context) -> Vec<Finding> {
     findings.extend(tombstones::check(cx));
     findings.extend(duplicates::check(cx));
     findings.extend(cluster_operators::check(cx));
+    findings.extend(delete_annotation::check(cx));
     sort(&mut findings);
     findings
 }
