@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::filter::KNOWN_CAPABILITIES;
+use crate::filter::{Capabilities, Filters, KNOWN_CAPABILITIES};
 use crate::manifest::Manifest;
 
 /// The annotation naming a manifest's capabilities (`+`-separated).
@@ -135,6 +135,38 @@ pub fn implicitly_enabled(
     (result, why)
 }
 
+/// Filters for applying `new` over a cluster that runs `current`: the enabled capabilities
+/// extended by the ones the update implies (the capabilities enabled before are taken to be
+/// the enabled ones of `filters`). With every capability enabled nothing changes.
+#[must_use]
+pub fn with_implicit(
+    filters: &Filters,
+    new: &[Manifest],
+    current: &[Manifest],
+) -> (Filters, Vec<ImplicitCapability>) {
+    let Capabilities::Enabled(explicit) = &filters.capabilities else {
+        return (filters.clone(), Vec::new());
+    };
+    let status = CapabilityStatus::from_explicit(explicit, explicit);
+    let (implicit, why) = implicitly_enabled(new, current, &status);
+    let mut out = filters.clone();
+    out.capabilities = Capabilities::Enabled(explicit.union(&implicit).cloned().collect());
+    (out, why)
+}
+
+/// One line per implicitly enabled capability, for people.
+#[must_use]
+pub fn describe(why: &[ImplicitCapability]) -> Vec<String> {
+    why.iter()
+        .map(|w| {
+            format!(
+                "capability {} is implicitly enabled: {} moved under it and the cluster runs it",
+                w.capability, w.object
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -187,6 +219,30 @@ mod tests {
             status.enabled,
             set(&["Console", "Ingress", "Insights", "MachineAPI"])
         );
+    }
+
+    #[test]
+    fn filters_gain_the_implied_capabilities() {
+        let filters = Filters {
+            capabilities: Capabilities::Enabled(set(&["MachineAPI"])),
+            ..Filters::default()
+        };
+        let current = vec![manifest("bar", None)];
+        let new = vec![manifest("bar", Some("Console"))];
+        let (f, why) = with_implicit(&filters, &new, &current);
+        assert_eq!(
+            f.capabilities,
+            Capabilities::Enabled(set(&["Console", "MachineAPI"]))
+        );
+        assert_eq!(
+            describe(&why),
+            [
+                "capability Console is implicitly enabled: Deployment.apps openshift-foo/bar moved under it and the cluster runs it"
+            ]
+        );
+        let (f, why) = with_implicit(&Filters::default(), &new, &current);
+        assert_eq!(f.capabilities, Capabilities::All);
+        assert!(why.is_empty());
     }
 
     #[test]
