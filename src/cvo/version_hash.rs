@@ -123,7 +123,7 @@ fn write_string(out: &mut String, s: &str) {
 
 /// The `versionHash` of a payload's included manifests, in load order.
 #[must_use]
-pub fn version_hash(manifests: &[Manifest]) -> String {
+pub fn version_hash<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> String {
     let mut h = OFFSET;
     for m in manifests {
         h = fnv1_64(h, go_json(&m.object).as_bytes());
