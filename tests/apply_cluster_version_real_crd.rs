@@ -33,10 +33,10 @@ fn payload(dir: &Path, broken: bool) -> PathBuf {
     )
     .unwrap();
     if broken {
-        // A namespace that nothing creates: the server answers 404.
+        // An invalid key: the server answers 422 Invalid.
         std::fs::write(
             rm.join("0000_50_cvtest_02_cm.yaml"),
-            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: nowhere\n  annotations:\n{INCLUDE}"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: cvtest\n  annotations:\n{INCLUDE}data:\n  \"bad key!\": x\n"),
         )
         .unwrap();
     }
@@ -240,23 +240,23 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         cond(&s, "Failing"),
         t(
             "True",
-            "UpdatePayloadResourceNotFound",
-            "Could not update configmap \"nowhere/c\": resource may have been deleted"
+            "UpdatePayloadResourceInvalid",
+            "Could not update configmap \"cvtest/c\": the object is invalid, possibly due to local cluster configuration"
         )
     );
     assert_eq!(
         cond(&s, "Progressing"),
         t(
             "True",
-            "UpdatePayloadResourceNotFound",
-            "Unable to apply 3.0.0: some resources could not be updated"
+            "UpdatePayloadResourceInvalid",
+            "Unable to apply 3.0.0: some cluster configuration is invalid"
         )
     );
     assert_eq!(cond(&s, "Available"), t("True", "", "Done applying 2.0.0"));
     assert_eq!(cond(&s, "Upgradeable").1, "ClusterVersionUpdating");
     let line = kubectl_line(&plane);
     assert!(
-        line.ends_with("Unable to apply 3.0.0: some resources could not be updated"),
+        line.ends_with("Unable to apply 3.0.0: some cluster configuration is invalid"),
         "{line}"
     );
 }
