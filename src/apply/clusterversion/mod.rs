@@ -16,8 +16,8 @@
 //! included, so a complete run reaches 100% (the CVO's total includes skipped manifests and
 //! never does); writes are throttled to one every 2 s (the CVO: one per 15 s); re-applying the
 //! version the history already shows as Completed writes nothing unless the outcome changed
-//! (the CVO's reconciling mode). Status is written with a JSON merge patch of the `status`
-//! subresource by this run's field manager.
+//! (the CVO's reconciling mode). Status is written as the CVO writes it: the whole object PUT
+//! to the `status` subresource; a rejected write fails the run.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
