@@ -38,6 +38,7 @@ pub mod analysis;
 pub mod apply;
 pub mod cluster;
 pub mod clusteroperator;
+pub mod cvo;
 pub mod diff;
 pub mod e2e;
 pub mod filter;

@@ -219,6 +219,9 @@ pub async fn run(
                     total: plan.tasks.len(),
                     field_manager: runner_options.field_manager.clone(),
                     request_timeout: runner_options.request_timeout,
+                    version_hash: crate::cvo::version_hash::version_hash(
+                        plan.tasks.iter().map(|t| &t.manifest),
+                    ),
                 },
             ));
             observers.push(r.clone());
@@ -332,11 +335,14 @@ pub async fn run(
         None => None,
     };
     let requests = conn.requests.get() - requests_before;
-    emitter.emit(EventKind::RunFinished {
-        ok: partial.ok,
-        requests,
-    });
+    // A status the server rejects fails the run.
+    let ok = partial.ok
+        && cluster_version
+            .as_deref()
+            .is_none_or(|c| c == "recorded" || c == "not served");
+    emitter.emit(EventKind::RunFinished { ok, requests });
     Ok(ApplyReport {
+        ok,
         requests,
         cluster_version,
         seconds: started.elapsed().as_secs_f64(),

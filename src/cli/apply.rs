@@ -74,8 +74,11 @@ pub struct ApplyArgs {
     pub cluster: ClusterArgs,
     /// Which CVO graph and rules: updating (run-levels in order, deletes issued),
     /// initializing (everything parallel, waits need only Available), reconciling.
-    #[arg(long, default_value = "updating", value_parser = parse_mode)]
-    pub mode: Mode,
+    /// Default: the CVO's choice from ClusterVersion `version` (no completed update:
+    /// initializing; the payload's release completed last: reconciling; else updating), or
+    /// updating with --no-cluster-version.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
     /// The CVO's attempt counter for reconciling mode's order.
     #[arg(long, default_value_t = 0)]
     pub seed: usize,
@@ -133,18 +136,49 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from(d).map_err(|_| format!("{s:?}: a duration cannot be negative"))
 }
 
+/// The mode of the run: `--mode`, else the CVO's choice from the cluster's ClusterVersion
+/// (printed with the reason).
+async fn choose_mode(
+    a: &ApplyArgs,
+    client: &kube::Client,
+    payload: &minicvo::Payload,
+) -> anyhow::Result<Mode> {
+    if let Some(mode) = a.mode {
+        return Ok(mode);
+    }
+    if a.no_cluster_version {
+        eprintln!("mode: updating (--no-cluster-version: ClusterVersion is not read)");
+        return Ok(Mode::Updating);
+    }
+    let gvk = kube::api::GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, "clusterversions"),
+    );
+    let cv = match api.get_opt(minicvo::apply::clusterversion::NAME).await {
+        Ok(cv) => cv.map(|o| serde_json::to_value(o).unwrap_or_default()),
+        // Not served at all (no CRD): the same as no ClusterVersion.
+        Err(kube::Error::Api(e)) if e.code == 404 => None,
+        Err(e) => {
+            return Err(anyhow::anyhow!(
+                "reading ClusterVersion {} to choose the mode: {e}\nhint: pass --mode",
+                minicvo::apply::clusterversion::NAME
+            ));
+        }
+    };
+    let version = payload.version().unwrap_or_default();
+    let choice =
+        minicvo::cvo::mode::from_cluster_version(cv.as_ref(), &version, &a.payload.release_image);
+    eprintln!("mode: {choice}");
+    Ok(choice.mode)
+}
+
 /// Runs `apply`.
 ///
 /// # Errors
 /// Load, usage and connection errors; task failures are reported and give exit code 1.
 pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
-    let (payload, options) = a.payload.load(true)?;
-    let plan = Arc::new(minicvo::plan::from_payload(
-        payload,
-        &options.filters,
-        a.mode,
-        a.seed,
-    ));
+    let (payload, load_options) = a.payload.load(true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -156,12 +190,19 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
+        let mode = choose_mode(a, &conn.client, &payload).await?;
+        let plan = Arc::new(minicvo::plan::from_payload(
+            payload,
+            &load_options.filters,
+            mode,
+            a.seed,
+        ));
         let cancel = CancellationToken::new();
         cancel_on_ctrl_c(&cancel);
         let progress = progress_for(quiet, verbose, a.no_progress);
         let options = ApplyOptions {
             runner: RunnerOptions {
-                mode: a.mode,
+                mode,
                 field_manager: a.field_manager.clone(),
                 dry_run: a.dry_run == DryRun::Server,
                 wait_timeout: a.wait_timeout,

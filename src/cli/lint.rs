@@ -100,7 +100,6 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             payload_name = i.pinned;
         }
         let filters = &options.filters;
-        let plan = plan::build(&payload, filters, Mode::Updating, 0);
         let previous = match &a.previous {
             Some(path) => {
                 let mut old_args = args.clone();
@@ -114,6 +113,19 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             }
             None => None,
         };
+        // The capabilities the update implicitly enables are on for the new payload.
+        let new_filters = match &previous {
+            Some((old, _)) => {
+                minicvo::cvo::capabilities::with_implicit(
+                    filters,
+                    &payload.manifests,
+                    &old.manifests,
+                )
+                .0
+            }
+            None => filters.clone(),
+        };
+        let plan = plan::build(&payload, &new_filters, Mode::Updating, 0);
         let cx = Context::new(
             &payload,
             &plan,

@@ -31,6 +31,10 @@ pub struct PlanArgs {
     /// attempt%8).
     #[arg(long, default_value_t = 0)]
     pub seed: usize,
+    /// The payload the cluster runs now: capabilities the update implicitly enables (an
+    /// object the cluster runs moved under a capability that is off) are enabled in the plan.
+    #[arg(long, value_name = "PAYLOAD")]
+    pub previous: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: PlanFormat,
@@ -70,7 +74,19 @@ pub(super) fn print(text: &str) -> anyhow::Result<()> {
 /// Load errors.
 pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     let (payload, options, image) = a.payload.load_image(false)?;
-    let plan = plan::from_payload(payload, &options.filters, a.mode, a.seed);
+    let mut filters = options.filters;
+    if let Some(previous) = &a.previous {
+        let mut prev_args = a.payload.clone();
+        prev_args.payload.clone_from(previous);
+        let (old, _) = prev_args.load(false)?;
+        let implicit;
+        (filters, implicit) =
+            minicvo::cvo::capabilities::with_implicit(&filters, &payload.manifests, &old.manifests);
+        for line in minicvo::cvo::capabilities::describe(&implicit) {
+            eprintln!("note: {line}");
+        }
+    }
+    let plan = plan::from_payload(payload, &filters, a.mode, a.seed);
     let text = match a.output {
         PlanFormat::Text => match &image {
             Some(i) => format!("Image {}\n{}", pinned_line(i), output::text::plan(&plan)),

@@ -61,7 +61,12 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
     };
     let (old, options, old_image) = load(&a.old)?;
     let (new, _, new_image) = load(&a.new)?;
-    let up = upgrade_plan::build(&old, &new, &options.filters);
+    let (filters, implicit) =
+        minicvo::cvo::capabilities::with_implicit(&options.filters, &new.manifests, &old.manifests);
+    for line in minicvo::cvo::capabilities::describe(&implicit) {
+        eprintln!("note: {line}");
+    }
+    let up = upgrade_plan::build(&old, &new, &filters);
     let out = match a.output {
         UpgradePlanFormat::Text => {
             let mut out = String::new();

@@ -196,6 +196,8 @@ async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
         "--kubeconfig",
         &kc,
         "--no-progress",
+        "--mode",
+        "updating",
         "--release-version",
         "1.0.0",
     ];
@@ -328,6 +330,8 @@ async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payl
         "--kubeconfig",
         &kc,
         "--no-progress",
+        "--mode",
+        "updating",
         "--release-version",
         "2.0.0",
         "--wait-timeout",

@@ -7,11 +7,13 @@
 
 mod support;
 
+mod apply_cluster_version_real_crd;
 mod apply_crd;
 mod apply_delete;
 mod apply_failure;
 mod apply_forbidden;
 mod apply_interrupt;
+mod apply_mode_from_cluster;
 mod apply_parallel;
 mod apply_preflight;
 mod apply_sample;
@@ -20,10 +22,12 @@ mod bad_images;
 mod bad_input;
 mod cli_analysis;
 mod cli_completions;
+mod cli_implicit_capabilities;
 mod cli_plan;
 mod cli_schema;
 mod cluster_diff;
 mod cluster_smoke;
+mod cluster_version_real_crd;
 mod conformance;
 mod e2e_apply_hooks;
 mod e2e_cli;

@@ -14,10 +14,12 @@
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
 //! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
+//! | `invalid-delete-annotation` | [`delete_annotation`] | error |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
 pub mod crd_order;
+pub mod delete_annotation;
 pub mod delete_before_user;
 pub mod duplicates;
 pub mod namespace_order;
@@ -85,6 +87,8 @@ pub enum Rule {
     VersionPlaceholder,
     /// An object the API server would refuse (offline schema validation).
     Schema,
+    /// A `release.openshift.io/delete` value other than `"true"`.
+    InvalidDeleteAnnotation,
 }
 
 impl Rule {
@@ -104,6 +108,7 @@ impl Rule {
             Rule::ClusterOperatorWithoutWorkload => "cluster-operator-without-workload",
             Rule::VersionPlaceholder => "version-placeholder",
             Rule::Schema => "schema",
+            Rule::InvalidDeleteAnnotation => "invalid-delete-annotation",
         }
     }
 }
@@ -305,6 +310,7 @@ pub fn lint(cx: &Context) -> Vec<Finding> {
     findings.extend(tombstones::check(cx));
     findings.extend(duplicates::check(cx));
     findings.extend(cluster_operators::check(cx));
+    findings.extend(delete_annotation::check(cx));
     sort(&mut findings);
     findings
 }

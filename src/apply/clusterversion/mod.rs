@@ -16,15 +16,15 @@
 //! included, so a complete run reaches 100% (the CVO's total includes skipped manifests and
 //! never does); writes are throttled to one every 2 s (the CVO: one per 15 s); re-applying the
 //! version the history already shows as Completed writes nothing unless the outcome changed
-//! (the CVO's reconciling mode). Status is written with a JSON merge patch of the `status`
-//! subresource by this run's field manager.
+//! (the CVO's reconciling mode). Status is written as the CVO writes it: the whole object PUT
+//! to the `status` subresource; a rejected write fails the run.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::Request;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -81,6 +81,8 @@ pub struct RecorderOptions {
     pub field_manager: String,
     /// Longest time for one request.
     pub request_timeout: Duration,
+    /// The payload's `versionHash` ([`crate::cvo::version_hash::version_hash`]).
+    pub version_hash: String,
 }
 
 /// The recorder: an [`ApplyObserver`] that hands progress to a background task.
@@ -331,27 +333,41 @@ async fn write(
     if status == rec.status {
         return Ok(());
     }
-    let patch = json!({"status": status});
-    let params = PatchParams {
+    // The CVO's write: the whole object PUT to `/status` (a merge patch cannot carry the
+    // `null`s the CRD requires). A conflict re-reads and tries once more.
+    let params = PostParams {
         field_manager: Some(o.field_manager.clone()),
-        ..PatchParams::default()
+        ..PostParams::default()
     };
-    let build = |sub: bool| {
-        let r = Request::new(&rec.url);
-        if sub {
-            r.patch_subresource("status", NAME, &params, &Patch::Merge(&patch))
-        } else {
-            r.patch(NAME, &params, &Patch::Merge(&patch))
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let Some(mut object) = watch::get(client, &rec.url, NAME, o.request_timeout).await? else {
+            return Err(RequestError::Build(format!(
+                "clusterversion {NAME} disappeared during the run"
+            )));
+        };
+        object["status"] = status.clone();
+        let body = serde_json::to_vec(&object).map_err(|e| RequestError::Build(e.to_string()))?;
+        let build = |sub: bool| {
+            let r = Request::new(&rec.url);
+            if sub {
+                r.replace_subresource("status", NAME, &params, body.clone())
+            } else {
+                r.replace(NAME, &params, body.clone())
+            }
+            .map_err(|e| RequestError::Build(e.to_string()))
+        };
+        let result = match request::send(client, build(true)?, o.request_timeout).await {
+            // No status subresource: the status is part of the object.
+            Err(e) if e.is(404) => request::send(client, build(false)?, o.request_timeout).await,
+            r => r,
+        };
+        match result {
+            Ok(_) => break,
+            Err(e) if e.is(409) && attempt < 3 => {}
+            Err(e) => return Err(e),
         }
-        .map_err(|e| RequestError::Build(e.to_string()))
-    };
-    match request::send(client, build(true)?, o.request_timeout).await {
-        Ok(_) => {}
-        // No status subresource: the status is part of the object.
-        Err(e) if e.is(404) => {
-            request::send(client, build(false)?, o.request_timeout).await?;
-        }
-        Err(e) => return Err(e),
     }
     rec.status = status;
     rec.last_write = Some(Instant::now());

@@ -1,11 +1,17 @@
-//! The ClusterVersion status the CVO would write: history entries, conditions and the
-//! aggregated error (pure functions over the status JSON, no I/O).
+//! The ClusterVersion status the CVO would write for the run's progress, built by
+//! [`crate::cvo::status`] (pure functions over the status JSON, no I/O).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::{Final, RecorderOptions};
 use crate::apply::report::TaskFailure;
+use crate::cvo;
+use crate::cvo::capabilities::CapabilityStatus;
+use crate::cvo::error::{ApiErrorClass, Effect, UpdateError, task_error};
+use crate::cvo::status::{Release, StatusInput};
 
 pub(super) fn now() -> String {
     Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -29,33 +35,7 @@ pub(super) fn cluster_id() -> String {
 
 /// Adds a `Partial` history entry for the version unless it is already the first entry.
 pub(super) fn start_history(status: &mut Value, o: &RecorderOptions) {
-    let ts = now();
-    let obj = status.as_object_mut().expect("status is an object");
-    let history = obj.entry("history").or_insert_with(|| json!([]));
-    if !history.is_array() {
-        *history = json!([]);
-    }
-    let h = history.as_array_mut().expect("history is an array");
-    if h.first()
-        .is_some_and(|e| e["version"] == o.version.as_str())
-    {
-        return;
-    }
-    if let Some(prev) = h.first_mut()
-        && prev.get("completionTime").is_none_or(Value::is_null)
-    {
-        prev["completionTime"] = json!(ts);
-    }
-    h.insert(
-        0,
-        json!({"state": "Partial", "version": o.version, "image": o.image,
-               "startedTime": ts, "completionTime": null, "verified": false}),
-    );
-    h.truncate(100);
-    obj.insert(
-        "desired".into(),
-        json!({"version": o.version, "image": o.image}),
-    );
+    *status = cvo_status(status, o, 0, None, false);
 }
 
 pub(super) fn condition<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -74,56 +54,81 @@ pub(super) fn set_condition(
     reason: &str,
     message: &str,
 ) {
-    let ts = now();
     let obj = status.as_object_mut().expect("status is an object");
     let list = obj.entry("conditions").or_insert_with(|| json!([]));
     if !list.is_array() {
         *list = json!([]);
     }
     let list = list.as_array_mut().expect("conditions is an array");
-    let mut c = json!({"type": kind, "status": value, "lastTransitionTime": ts});
-    if !reason.is_empty() {
-        c["reason"] = json!(reason);
-    }
-    if !message.is_empty() {
-        c["message"] = json!(message);
-    }
-    match list.iter_mut().find(|x| x["type"] == kind) {
-        Some(old) => {
-            if old["status"] == value
-                && let Some(t) = old.get("lastTransitionTime")
-            {
-                c["lastTransitionTime"] = t.clone();
-            }
-            *old = c;
-        }
-        None => list.push(c),
+    cvo::status::set(list, &now(), kind, value, reason, message);
+}
+
+/// The Go name of this machine's architecture, as the CVO reports it.
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64le",
+        other => other,
     }
 }
 
-/// "N of M done (P% complete)".
-pub(super) fn fraction(done: usize, total: usize) -> String {
-    let pct = (done * 100).checked_div(total).unwrap_or(100);
-    format!("{done} of {total} done ({pct}% complete)")
+/// The CVO's status for the run's state (`minicvo::cvo::status`).
+fn cvo_status(
+    current: &Value,
+    o: &RecorderOptions,
+    done: usize,
+    failure: Option<UpdateError>,
+    completed: bool,
+) -> Value {
+    let input = StatusInput {
+        desired: Release {
+            version: o.version.clone(),
+            image: o.image.clone(),
+            architecture: go_arch().to_string(),
+        },
+        generation: current
+            .get("observedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or(1),
+        version_hash: o.version_hash.clone(),
+        reconciling: false,
+        completed,
+        done,
+        total: o.total,
+        failure,
+        operator_waits: BTreeMap::new(),
+        capabilities: CapabilityStatus::all(),
+        verified: false,
+        deletions_in_progress: Vec::new(),
+        now: now(),
+    };
+    cvo::status::cluster_version_status(current, &input)
 }
 
-/// The CVO's Progressing message while working, with ", waiting on ..." for blocking
-/// ClusterOperators.
+/// The CVO's status while working: "Working towards V: N of M done (P% complete)", with
+/// ", waiting on X" while ClusterOperators block (as an update in progress, not a failure).
 pub(super) fn progressing(
     status: &mut Value,
     o: &RecorderOptions,
     done: usize,
     waiting: &[String],
 ) {
-    let mut message = if done == 0 {
-        format!("Working towards {}", o.version)
-    } else {
-        format!("Working towards {}: {}", o.version, fraction(done, o.total))
-    };
-    if !waiting.is_empty() {
-        message.push_str(&format!(", waiting on {}", waiting.join(", ")));
-    }
-    set_condition(status, "Progressing", "True", "", &message);
+    let failure = (!waiting.is_empty()).then(|| {
+        let mut e = UpdateError::new(
+            "ClusterOperatorUpdating",
+            format!(
+                "Cluster operators {} are updating versions",
+                waiting.join(", ")
+            ),
+        );
+        e.name = waiting.join(", ");
+        e.names = waiting.to_vec();
+        e.effect = Some(Effect::None);
+        e.cluster_operator = true;
+        e
+    });
+    *status = cvo_status(status, o, done, failure, false);
 }
 
 /// The status at the end of the run.
@@ -133,91 +138,43 @@ pub(super) fn final_status(
     outcome: &Final,
     done: usize,
 ) -> Value {
-    let mut s = current.clone();
     match outcome {
-        Final::Completed => {
-            start_history(&mut s, o);
-            if let Some(h) = s.pointer_mut("/history/0")
-                && h["state"] != "Completed"
-            {
-                h["state"] = json!("Completed");
-                h["completionTime"] = json!(now());
-            }
-            set_condition(
-                &mut s,
-                "Available",
-                "True",
-                "",
-                &format!("Done applying {}", o.version),
-            );
-            set_condition(&mut s, "Failing", "False", "", "");
-            set_condition(
-                &mut s,
-                "Progressing",
-                "False",
-                "",
-                &format!(
-                    "Cluster version is {}: {}",
-                    o.version,
-                    fraction(o.total, o.total)
-                ),
-            );
-        }
-        Final::Failed(errors) => {
-            let (reason, summary) = summarize(errors);
-            start_history(&mut s, o);
-            set_condition(&mut s, "Failing", "True", reason, &summary);
-            set_condition(
-                &mut s,
-                "Progressing",
-                "True",
-                reason,
-                &format!("Unable to apply {}: {}", o.version, first_line(&summary)),
-            );
-        }
-        Final::Stopped => progressing(&mut s, o, done, &[]),
-    }
-    s
-}
-
-pub(super) fn first_line(s: &str) -> String {
-    if s.contains('\n') {
-        "multiple errors are preventing progress".into()
-    } else {
-        s.to_string()
+        Final::Completed => cvo_status(current, o, o.total, None, true),
+        Final::Failed(errors) => cvo_status(current, o, done, summarize_failures(errors), false),
+        Final::Stopped => cvo_status(current, o, done, None, false),
     }
 }
 
-/// The CVO's aggregation (cvo.md §4.5): one error as is, several as a sorted, de-duplicated
-/// list under "Multiple errors are preventing progress:".
-pub(super) fn summarize(errors: &[TaskFailure]) -> (&'static str, String) {
-    let mut messages: Vec<String> = errors
+/// `(422 Invalid)` at the end of a failure message: the API error class.
+fn class_of(message: &str) -> ApiErrorClass {
+    let Some(open) = message.rfind('(') else {
+        return ApiErrorClass::Other;
+    };
+    let inner = message[open + 1..].trim_end().trim_end_matches(')');
+    let mut parts = inner.splitn(2, ' ');
+    match (
+        parts.next().and_then(|c| c.parse::<u16>().ok()),
+        parts.next(),
+    ) {
+        (Some(code), Some(reason)) => ApiErrorClass::from_status(code, reason.trim()),
+        _ => ApiErrorClass::Other,
+    }
+}
+
+/// The CVO's aggregation of the run's failures (`minicvo::cvo::error::summarize`).
+pub(super) fn summarize_failures(errors: &[TaskFailure]) -> Option<UpdateError> {
+    let list = errors
         .iter()
         .map(|e| {
-            let obj = match &e.namespace {
+            let object = match &e.namespace {
                 Some(ns) => format!("{ns}/{}", e.name),
                 None => e.name.clone(),
             };
-            format!(
-                "Could not update {} \"{obj}\": {}",
-                e.kind.to_lowercase(),
-                e.message
-            )
+            let label = format!("{} \"{object}\"", e.kind.to_lowercase());
+            task_error(&label, class_of(&e.message), &e.message)
         })
         .collect();
-    messages.sort();
-    messages.dedup();
-    match messages.len() {
-        0 => ("UpdatePayloadFailed", "the run failed".into()),
-        1 => ("UpdatePayloadFailed", messages.remove(0)),
-        _ => (
-            "MultipleErrors",
-            format!(
-                "Multiple errors are preventing progress:\n* {}",
-                messages.join("\n* ")
-            ),
-        ),
-    }
+    cvo::error::summarize(list)
 }
 
 #[cfg(test)]
@@ -233,66 +190,93 @@ mod tests {
             total: 4,
             field_manager: "minicvo".into(),
             request_timeout: Duration::from_secs(1),
+            version_hash: "AAAAAAAAAAA=".into(),
         }
     }
 
     #[test]
     fn a_new_version_closes_the_previous_entry() {
-        let mut s = json!({"history": [{"state": "Completed", "version": "4.13.0",
-            "startedTime": "2020-01-01T00:00:00Z", "completionTime": null}]});
+        let mut s = json!({"history": [{"state": "Completed", "version": "4.13.0", "image": "",
+            "startedTime": "2020-01-01T00:00:00Z", "completionTime": null, "verified": false}]});
         start_history(&mut s, &options());
         let h = s["history"].as_array().unwrap();
         assert_eq!(h.len(), 2);
         assert_eq!(h[0]["version"], "4.14.0");
         assert_eq!(h[0]["state"], "Partial");
+        assert!(h[0]["completionTime"].is_null());
         assert!(h[1]["completionTime"].is_string());
         // The same version again adds nothing.
         start_history(&mut s, &options());
         assert_eq!(s["history"].as_array().unwrap().len(), 2);
+        for field in [
+            "desired",
+            "observedGeneration",
+            "versionHash",
+            "availableUpdates",
+        ] {
+            assert!(s.get(field).is_some(), "{field} missing");
+        }
     }
 
     #[test]
-    fn completion_marks_history_and_reports_100_percent() {
+    fn waiting_operators_are_progress_and_completion_reconciles() {
         let mut s = json!({});
         start_history(&mut s, &options());
         progressing(&mut s, &options(), 2, &["machine-config".into()]);
+        let p = condition(&s, "Progressing").unwrap();
         assert_eq!(
-            condition(&s, "Progressing").unwrap()["message"],
+            p["message"],
             "Working towards 4.14.0: 2 of 4 done (50% complete), waiting on machine-config"
         );
+        assert_eq!(condition(&s, "Failing").unwrap()["status"], "False");
         let f = final_status(&s, &options(), &Final::Completed, 4);
         assert_eq!(f["history"][0]["state"], "Completed");
         assert!(f["history"][0]["completionTime"].is_string());
         let p = condition(&f, "Progressing").unwrap();
         assert_eq!(p["status"], "False");
+        assert_eq!(p["message"], "Cluster version is 4.14.0");
         assert_eq!(
-            p["message"],
-            "Cluster version is 4.14.0: 4 of 4 done (100% complete)"
+            condition(&f, "Available").unwrap()["message"],
+            "Done applying 4.14.0"
         );
-        assert_eq!(condition(&f, "Available").unwrap()["status"], "True");
     }
 
     #[test]
     fn failures_are_aggregated_like_the_cvo() {
-        let e = |name: &str| TaskFailure {
+        let e = |name: &str, message: &str| TaskFailure {
             file: "f".into(),
             document: 0,
             kind: "ConfigMap".into(),
             namespace: Some("ns".into()),
             name: name.into(),
-            message: "invalid".into(),
+            message: message.into(),
         };
-        let (reason, one) = summarize(&[e("a")]);
-        assert_eq!(reason, "UpdatePayloadFailed");
-        assert_eq!(one, "Could not update configmap \"ns/a\": invalid");
-        let (reason, many) = summarize(&[e("b"), e("a"), e("a")]);
-        assert_eq!(reason, "MultipleErrors");
+        let one =
+            summarize_failures(&[e("a", "ConfigMap \"a\" is invalid: x (422 Invalid)")]).unwrap();
+        assert_eq!(one.reason, "UpdatePayloadResourceInvalid");
         assert_eq!(
-            many,
-            "Multiple errors are preventing progress:\n* Could not update configmap \"ns/a\": invalid\n* Could not update configmap \"ns/b\": invalid"
+            one.message,
+            "Could not update configmap \"ns/a\": the object is invalid, possibly due to local cluster configuration"
         );
-        let f = final_status(&json!({}), &options(), &Final::Failed(vec![e("a")]), 1);
-        assert_eq!(condition(&f, "Failing").unwrap()["status"], "True");
+        let many = summarize_failures(&[e("b", "boom"), e("a", "boom"), e("a", "boom")]).unwrap();
+        assert_eq!(many.reason, "MultipleErrors");
+        assert_eq!(
+            many.message,
+            "Multiple errors are preventing progress:\n* Could not update configmap \"ns/a\"\n* Could not update configmap \"ns/b\""
+        );
+        let f = final_status(
+            &json!({}),
+            &options(),
+            &Final::Failed(vec![e("a", "boom")]),
+            1,
+        );
+        let failing = condition(&f, "Failing").unwrap();
+        assert_eq!(failing["status"], "True");
+        assert_eq!(failing["reason"], "UpdatePayloadFailed");
+        assert_eq!(
+            condition(&f, "Progressing").unwrap()["message"],
+            "Unable to apply 4.14.0: the update could not be applied"
+        );
         assert_eq!(f["history"][0]["state"], "Partial");
     }
 

@@ -1,0 +1,260 @@
+//! `minicvo apply` records install, upgrade and a failed upgrade in ClusterVersion `version`
+//! served by the REAL ClusterVersion CRD, with the full status the CVO writes; a failed
+//! upgrade exits 1. Runs on a private test plane (the real CRD under its real name).
+
+use crate::support::fault::plane;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::Value;
+
+const INCLUDE: &str = "    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
+
+fn payload(dir: &Path, broken: bool) -> PathBuf {
+    let rm = dir.join("release-manifests");
+    std::fs::create_dir_all(&rm).unwrap();
+    std::fs::write(
+        rm.join("0000_50_cvtest_00_ns.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cvtest\n  annotations:\n{INCLUDE}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        rm.join("0000_50_cvtest_01_cm.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: cvtest\n  annotations:\n{INCLUDE}data:\n  dir: {}\n", dir.display()),
+    )
+    .unwrap();
+    if broken {
+        // An invalid key: the server answers 422 Invalid.
+        std::fs::write(
+            rm.join("0000_50_cvtest_02_cm.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: cvtest\n  annotations:\n{INCLUDE}data:\n  \"bad key!\": x\n"),
+        )
+        .unwrap();
+    }
+    dir.to_path_buf()
+}
+
+async fn install_real_crd(client: &Client) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../shared/payloads/openshift-multi/release-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+    );
+    let crd: CustomResourceDefinition =
+        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let name = crd.metadata.name.clone().unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &name,
+        &PatchParams::apply("cv-test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn apply(payload: &Path, kubeconfig: &Path, version: &str) -> Run {
+    let out = assert_cmd::Command::cargo_bin("minicvo")
+        .unwrap()
+        .arg("apply")
+        .arg(payload)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args([
+            "--no-progress",
+            "--release-version",
+            version,
+            "--release-image",
+        ])
+        .arg(format!("example.com/release:{version}"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+fn cond(status: &Value, kind: &str) -> (String, String, String) {
+    let c = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {status:#}"));
+    let f = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    (f("status"), f("reason"), f("message"))
+}
+
+fn history(status: &Value) -> Vec<(String, String, bool)> {
+    status["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["version"].as_str().unwrap().to_string(),
+                h["state"].as_str().unwrap().to_string(),
+                h["completionTime"].is_null(),
+            )
+        })
+        .collect()
+}
+
+fn t(s: &str, r: &str, m: &str) -> (String, String, String) {
+    (s.into(), r.into(), m.into())
+}
+
+fn kubectl_line(plane: &plane::Plane) -> String {
+    let pid = std::fs::read_to_string(plane.dir.join("kube-apiserver.pid")).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap();
+    let arg0 = cmdline.split(|&b| b == 0).next().unwrap();
+    let kubectl = Path::new(std::str::from_utf8(arg0).unwrap()).with_file_name("kubectl");
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(plane.kubeconfig())
+        .args(["get", "clusterversion", "version", "--no-headers"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+#[tokio::test]
+async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clusterversion() {
+    let plane = plane::Plane::start();
+    let client = plane.client().await;
+    install_real_crd(&client).await;
+    let kc = plane.kubeconfig();
+    let tmp = tempfile::tempdir().unwrap();
+    let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "clusterversions"),
+    );
+
+    // Install.
+    let p1 = payload(&tmp.path().join("p1"), false);
+    let run = apply(&p1, &kc, "1.0.0");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("mode: initializing"), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("clusterversion version: recorded"),
+        "{}",
+        run.stdout
+    );
+    let s = api.get("version").await.unwrap().data["status"].clone();
+    assert_eq!(history(&s), [("1.0.0".into(), "Completed".into(), false)]);
+    assert_eq!(s["desired"]["version"], "1.0.0");
+    assert_eq!(s["desired"]["image"], "example.com/release:1.0.0");
+    assert!(s["availableUpdates"].is_null());
+    assert_eq!(s["versionHash"].as_str().map(str::len), Some(12), "{s:#}");
+    assert_eq!(cond(&s, "Available"), t("True", "", "Done applying 1.0.0"));
+    assert_eq!(
+        cond(&s, "Progressing"),
+        t("False", "", "Cluster version is 1.0.0")
+    );
+    assert_eq!(cond(&s, "Failing"), t("False", "", ""));
+    assert_eq!(cond(&s, "ReleaseAccepted").1, "PayloadLoaded");
+    assert_eq!(
+        cond(&s, "ImplicitlyEnabledCapabilities"),
+        t("False", "AsExpected", "Capabilities match configured spec")
+    );
+    assert_eq!(cond(&s, "RetrievedUpdates").0, "False");
+    assert!(
+        s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["type"] != "Upgradeable")
+    );
+    let line = kubectl_line(&plane);
+    assert!(line.ends_with("Cluster version is 1.0.0"), "{line}");
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cols[..4], ["version", "1.0.0", "True", "False"], "{line}");
+
+    // Upgrade.
+    let p2 = payload(&tmp.path().join("p2"), false);
+    let run = apply(&p2, &kc, "2.0.0");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("mode: updating (the cluster runs 1.0.0)"),
+        "{}",
+        run.stderr
+    );
+    let s = api.get("version").await.unwrap().data["status"].clone();
+    assert_eq!(
+        history(&s),
+        [
+            ("2.0.0".into(), "Completed".into(), false),
+            ("1.0.0".into(), "Completed".into(), false)
+        ]
+    );
+    assert_eq!(
+        cond(&s, "Progressing"),
+        t("False", "", "Cluster version is 2.0.0")
+    );
+    assert_eq!(cond(&s, "Available"), t("True", "", "Done applying 2.0.0"));
+
+    // A failed upgrade: exit 1, Failing with the CVO's reason, the entry stays Partial.
+    let p3 = payload(&tmp.path().join("p3"), true);
+    let run = apply(&p3, &kc, "3.0.0");
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let s = api.get("version").await.unwrap().data["status"].clone();
+    assert_eq!(
+        history(&s),
+        [
+            ("3.0.0".into(), "Partial".into(), true),
+            ("2.0.0".into(), "Completed".into(), false),
+            ("1.0.0".into(), "Completed".into(), false)
+        ]
+    );
+    assert_eq!(
+        cond(&s, "Failing"),
+        t(
+            "True",
+            "UpdatePayloadResourceInvalid",
+            "Could not update configmap \"cvtest/c\": the object is invalid, possibly due to local cluster configuration"
+        )
+    );
+    assert_eq!(
+        cond(&s, "Progressing"),
+        t(
+            "True",
+            "UpdatePayloadResourceInvalid",
+            "Unable to apply 3.0.0: some cluster configuration is invalid"
+        )
+    );
+    assert_eq!(cond(&s, "Available"), t("True", "", "Done applying 2.0.0"));
+    assert_eq!(cond(&s, "Upgradeable").1, "ClusterVersionUpdating");
+    let line = kubectl_line(&plane);
+    assert!(
+        line.ends_with("Unable to apply 3.0.0: some cluster configuration is invalid"),
+        "{line}"
+    );
+}
