@@ -31,6 +31,7 @@ pub mod diff;
 pub mod e2e;
 pub mod filter;
 pub mod manifest;
+pub mod merge;
 pub mod output;
 pub mod payload;
 pub mod plan;
