@@ -50,6 +50,9 @@ pub(crate) fn set_owner_reference(required: &mut Obj, cv: &ClusterVersionRef) {
 pub(crate) fn ensure_object_meta(m: &mut Merger, ex: &mut Obj, req: &Obj) {
     let empty = Obj::new();
     let rm = get_obj(req, "metadata").unwrap_or(&empty);
+    if rm.is_empty() && !ex.contains_key("metadata") {
+        return;
+    }
     let em = obj_mut(ex, "metadata");
     m.set_if_non_empty(em, rm, "namespace");
     m.set_if_non_empty(em, rm, "name");

@@ -187,9 +187,7 @@ pub fn typed_kind(api_version: &str, kind: &str) -> Option<TypedKind> {
             T::ValidatingWebhookConfiguration
         }
         ("image.openshift.io/v1", "ImageStream") => T::ImageStream,
-        ("security.openshift.io/v1", "SecurityContextConstraints") => {
-            T::SecurityContextConstraints
-        }
+        ("security.openshift.io/v1", "SecurityContextConstraints") => T::SecurityContextConstraints,
         ("operators.coreos.com/v1", "OperatorGroup") => T::OperatorGroup,
         _ => return None,
     })
@@ -219,7 +217,10 @@ fn typed_of(o: &Obj) -> Option<TypedKind> {
 /// [`MergeError::NotAnObject`], [`MergeError::EmptyName`], or
 /// [`MergeError::ProxyContainerMissing`].
 pub fn prepare(manifest: &Value, config: &ClusterConfig) -> Result<Value, MergeError> {
-    let mut req = manifest.as_object().cloned().ok_or(MergeError::NotAnObject)?;
+    let mut req = manifest
+        .as_object()
+        .cloned()
+        .ok_or(MergeError::NotAnObject)?;
     let name = prim::get_obj(&req, "metadata").map_or("", |m| prim::get_str(m, "name"));
     if name.is_empty() {
         return Err(MergeError::EmptyName {

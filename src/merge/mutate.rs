@@ -21,7 +21,10 @@ pub(crate) fn inject_proxy(req: &mut Obj, proxy: Option<&Value>) -> Result<(), M
     if names.is_empty() {
         return Ok(());
     }
-    let Some(status) = proxy.and_then(|p| p.get("status")).and_then(Value::as_object) else {
+    let Some(status) = proxy
+        .and_then(|p| p.get("status"))
+        .and_then(Value::as_object)
+    else {
         return Ok(());
     };
     let vals: Vec<(&str, String)> = [
@@ -114,17 +117,47 @@ fn iana(openssl: &str) -> Option<String> {
         return Some(openssl.to_owned());
     }
     let table = [
-        ("ECDHE-ECDSA-AES128-GCM-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
-        ("ECDHE-RSA-AES128-GCM-SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
-        ("ECDHE-ECDSA-AES256-GCM-SHA384", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
-        ("ECDHE-RSA-AES256-GCM-SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
-        ("ECDHE-ECDSA-CHACHA20-POLY1305", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"),
-        ("ECDHE-RSA-CHACHA20-POLY1305", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"),
-        ("ECDHE-ECDSA-AES128-SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
-        ("ECDHE-RSA-AES128-SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
-        ("ECDHE-ECDSA-AES128-SHA", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"),
+        (
+            "ECDHE-ECDSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ),
+        (
+            "ECDHE-RSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        ),
+        (
+            "ECDHE-ECDSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        ),
+        (
+            "ECDHE-RSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        ),
+        (
+            "ECDHE-ECDSA-CHACHA20-POLY1305",
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        ),
+        (
+            "ECDHE-RSA-CHACHA20-POLY1305",
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        ),
+        (
+            "ECDHE-ECDSA-AES128-SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        ),
+        (
+            "ECDHE-RSA-AES128-SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        ),
+        (
+            "ECDHE-ECDSA-AES128-SHA",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        ),
         ("ECDHE-RSA-AES128-SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"),
-        ("ECDHE-ECDSA-AES256-SHA", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA"),
+        (
+            "ECDHE-ECDSA-AES256-SHA",
+            "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        ),
         ("ECDHE-RSA-AES256-SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA"),
         ("AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_GCM_SHA256"),
         ("AES256-GCM-SHA384", "TLS_RSA_WITH_AES_256_GCM_SHA384"),
@@ -142,7 +175,10 @@ fn iana(openssl: &str) -> Option<String> {
 /// The observed (IANA cipher suites, minimum TLS version) of an APIServer object.
 fn observe_tls(apiserver: &Value) -> (Vec<String>, String) {
     let p = apiserver.pointer("/spec/tlsSecurityProfile");
-    let kind = p.and_then(|p| p.get("type")).and_then(Value::as_str).unwrap_or("");
+    let kind = p
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let custom = p.and_then(|p| p.get("custom")).filter(|c| !c.is_null());
     if kind == "Custom"
         && let Some(c) = custom
@@ -150,13 +186,21 @@ fn observe_tls(apiserver: &Value) -> (Vec<String>, String) {
         let ciphers = c
             .get("ciphers")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).filter_map(iana).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(iana)
+                    .collect()
+            })
             .unwrap_or_default();
         let min = c.get("minTLSVersion").and_then(Value::as_str).unwrap_or("");
         return (ciphers, min.to_owned());
     }
     let (ciphers, min) = profile(kind);
-    (ciphers.iter().copied().filter_map(iana).collect(), min.to_owned())
+    (
+        ciphers.iter().copied().filter_map(iana).collect(),
+        min.to_owned(),
+    )
 }
 
 /// Writes the API server's TLS profile into the `servingInfo` of every `data` entry that is a
@@ -185,7 +229,9 @@ pub(crate) fn inject_tls(req: &mut Obj, apiserver: Option<&Value>) {
         ) {
             continue;
         }
-        let Some(o) = doc.as_object_mut() else { continue };
+        let Some(o) = doc.as_object_mut() else {
+            continue;
+        };
         let si = obj_mut(o, "servingInfo");
         si.insert("cipherSuites".into(), json!(ciphers));
         si.insert("minTLSVersion".into(), json!(min));

@@ -6,8 +6,7 @@ use serde_json::{Value, json};
 use super::MergeError;
 use super::meta::ensure_object_meta;
 use super::prim::{
-    Merger, Obj, get, get_list, get_obj, get_str, obj_mut, put, resource_list_eq, sem_eq,
-    with_list,
+    Merger, Obj, get, get_list, get_obj, get_str, obj_mut, put, resource_list_eq, sem_eq, with_list,
 };
 
 /// Pod spec fields the CVO never reconciles.
@@ -138,7 +137,9 @@ fn ensure_container(m: &mut Merger, ex: &mut Obj, req: &Obj, host_network: bool)
     let mut env = req.clone();
     with_list(&mut env, "env", |list| {
         for e in list {
-            if let Some(fr) = e.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut)
+            if let Some(fr) = e
+                .pointer_mut("/valueFrom/fieldRef")
+                .and_then(Value::as_object_mut)
                 && get_str(fr, "apiVersion").is_empty()
             {
                 fr.insert("apiVersion".into(), json!("v1"));
@@ -158,7 +159,9 @@ fn ensure_container(m: &mut Merger, ex: &mut Obj, req: &Obj, host_network: bool)
         }
     }
     with_list(ex, "ports", |el| {
-        ensure_ports(m, el, get_list(req, "ports"), |p| default_container_port(p, host_network));
+        ensure_ports(m, el, get_list(req, "ports"), |p| {
+            default_container_port(p, host_network)
+        });
     });
     ensure_volume_mounts(m, ex, get_list(req, "volumeMounts"));
     ensure_probe(m, ex, req, "livenessProbe");
@@ -480,7 +483,10 @@ fn default_volume(v: &mut Obj, at: &str) -> Result<(), MergeError> {
                     None => {
                         return Err(MergeError::ProjectedVolumeWithoutDefaultMode {
                             object: String::new(),
-                            path: format!("{at}.volumes[{}].projected.sources[{i}]", name_of_obj(v)),
+                            path: format!(
+                                "{at}.volumes[{}].projected.sources[{i}]",
+                                name_of_obj(v)
+                            ),
                         });
                     }
                 }

@@ -130,7 +130,9 @@ pub(crate) fn put(m: &mut Obj, key: &str, v: Option<Value>) {
 
 /// The object under `key`, created empty when absent or not an object.
 pub(crate) fn obj_mut<'a>(m: &'a mut Obj, key: &str) -> &'a mut Obj {
-    let slot = m.entry(key.to_owned()).or_insert_with(|| Value::Object(Obj::new()));
+    let slot = m
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Obj::new()));
     if !slot.is_object() {
         *slot = Value::Object(Obj::new());
     }
@@ -271,7 +273,10 @@ mod tests {
     #[test]
     fn merge_map_keeps_live_keys() {
         let mut m = Merger::default();
-        let mut ex = json!({"l": {"a": "1", "b": "2"}}).as_object().cloned().unwrap();
+        let mut ex = json!({"l": {"a": "1", "b": "2"}})
+            .as_object()
+            .cloned()
+            .unwrap();
         let req = json!({"l": {"a": "1"}}).as_object().cloned().unwrap();
         m.merge_map(&mut ex, &req, "l");
         assert!(!m.modified);

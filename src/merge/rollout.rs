@@ -122,7 +122,10 @@ fn never(path: &[Seg], kind: Option<TypedKind>) -> Option<&'static str> {
     if in_container && CONTAINER_NEVER.contains(&last) {
         return Some("the CVO never updates this container field");
     }
-    if pod && k.len() >= 2 && k[k.len() - 2] == "spec" && k[k.len() - 3..].first() == Some(&"template")
+    if pod
+        && k.len() >= 2
+        && k[k.len() - 2] == "spec"
+        && k[k.len() - 3..].first() == Some(&"template")
         && POD_NEVER.contains(&last)
     {
         return Some("the CVO never updates this pod spec field");
@@ -130,7 +133,10 @@ fn never(path: &[Seg], kind: Option<TypedKind>) -> Option<&'static str> {
     if kind == Some(TypedKind::DaemonSet)
         && k.len() == 2
         && k[0] == "spec"
-        && matches!(last, "updateStrategy" | "minReadySeconds" | "revisionHistoryLimit")
+        && matches!(
+            last,
+            "updateStrategy" | "minReadySeconds" | "revisionHistoryLimit"
+        )
     {
         return Some("the CVO never updates this DaemonSet field");
     }
@@ -145,7 +151,12 @@ fn never(path: &[Seg], kind: Option<TypedKind>) -> Option<&'static str> {
 }
 
 /// The rule that explains a change that was not rolled out.
-fn explain(path: &[Seg], old: Option<&Value>, new: Option<&Value>, kind: Option<TypedKind>) -> String {
+fn explain(
+    path: &[Seg],
+    old: Option<&Value>,
+    new: Option<&Value>,
+    kind: Option<TypedKind>,
+) -> String {
     if let Some(r) = never(path, kind) {
         return r.to_owned();
     }
@@ -232,7 +243,8 @@ fn walk(
             for (i, e) in y.iter().enumerate() {
                 let name = e.get("name").and_then(Value::as_str).map(str::to_owned);
                 let same_name = name.is_some()
-                    && x.iter().any(|p| p.get("name").and_then(Value::as_str) == name.as_deref());
+                    && x.iter()
+                        .any(|p| p.get("name").and_then(Value::as_str) == name.as_deref());
                 path.push(Seg::Index(i, name.filter(|_| same_name)));
                 walk(old, new, a, b, path, kind, out);
                 path.pop();
@@ -243,5 +255,94 @@ fn walk(
             rule: explain(path, o, n, kind),
         }),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn found(old: Value, new: Value) -> (bool, Vec<(String, String)>) {
+        let r = compare(&old, &new).unwrap();
+        (
+            r.written,
+            r.not_rolled_out
+                .into_iter()
+                .map(|n| (n.path, n.rule))
+                .collect(),
+        )
+    }
+
+    fn ds(strategy: &str, image: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "n"},
+               "spec": {"updateStrategy": {"type": strategy},
+                        "template": {"spec": {"containers": [{"name": "c", "image": image}]}}}})
+    }
+
+    #[test]
+    fn daemonset_update_strategy_is_not_rolled_out() {
+        let (written, f) = found(ds("OnDelete", "i"), ds("RollingUpdate", "i"));
+        assert!(!written);
+        assert_eq!(
+            f,
+            [(
+                "spec.updateStrategy".to_owned(),
+                "the CVO never updates this DaemonSet field".to_owned()
+            )]
+        );
+        let (written, f) = found(ds("OnDelete", "i"), ds("RollingUpdate", "j"));
+        assert!(written);
+        assert_eq!(f.len(), 1);
+    }
+
+    #[test]
+    fn container_fields_and_removed_labels() {
+        let d = |pull: &str, labels: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": labels},
+                   "spec": {"template": {"spec": {"containers": [{"name": "op", "image": "i", "imagePullPolicy": pull}]}}}})
+        };
+        let (written, f) = found(d("Always", json!({"a": "1"})), d("IfNotPresent", json!({})));
+        assert!(!written);
+        assert_eq!(
+            f,
+            [
+                (
+                    "metadata.labels.a".to_owned(),
+                    "labels are never removed".to_owned()
+                ),
+                (
+                    "spec.template.spec.containers[op].imagePullPolicy".to_owned(),
+                    "the CVO never updates this container field".to_owned()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn generic_annotation_only_change_is_not_written() {
+        let s = |v: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "annotations": {"a": v}},
+                   "data": {"k": "dg=="}})
+        };
+        let (written, f) = found(s("1"), s("2"));
+        assert!(!written);
+        assert_eq!(f[0].0, "metadata.annotations.a");
+        assert!(f[0].1.contains("without a typed merge"), "{}", f[0].1);
+    }
+
+    #[test]
+    fn configmap_key_removal_and_a_real_change() {
+        let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}, "data": data});
+        let (written, f) = found(cm(json!({"a": "1", "b": "2"})), cm(json!({"a": "3"})));
+        assert!(written);
+        assert_eq!(
+            f,
+            [(
+                "data.b".to_owned(),
+                "ConfigMap keys are never removed".to_owned()
+            )]
+        );
     }
 }
