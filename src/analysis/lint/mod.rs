@@ -13,6 +13,7 @@
 //! | `ignored-tombstone` | [`tombstones`] | warning or info |
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
+//! | `not-rolled-out` | [`not_rolled_out`] | warning (with `--previous`) |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
@@ -20,6 +21,7 @@ pub mod crd_order;
 pub mod delete_before_user;
 pub mod duplicates;
 pub mod namespace_order;
+pub mod not_rolled_out;
 pub mod report;
 pub mod tombstones;
 
@@ -81,6 +83,8 @@ pub enum Rule {
     ClusterOperatorWithoutWorkload,
     /// A ClusterOperator version still holds the `0.0.1-snapshot` placeholder.
     VersionPlaceholder,
+    /// A field changed since the previous payload that the CVO's merge never writes.
+    NotRolledOut,
 }
 
 impl Rule {
@@ -99,6 +103,7 @@ impl Rule {
             Rule::DuplicateObject => "duplicate-object",
             Rule::ClusterOperatorWithoutWorkload => "cluster-operator-without-workload",
             Rule::VersionPlaceholder => "version-placeholder",
+            Rule::NotRolledOut => "not-rolled-out",
         }
     }
 }
@@ -300,6 +305,7 @@ pub fn lint(cx: &Context) -> Vec<Finding> {
     findings.extend(tombstones::check(cx));
     findings.extend(duplicates::check(cx));
     findings.extend(cluster_operators::check(cx));
+    findings.extend(not_rolled_out::check(cx));
     sort(&mut findings);
     findings
 }
