@@ -185,6 +185,12 @@ fn explain(
     if k.contains(&"ownerReferences") {
         return "owner references are merged by UID and never removed".into();
     }
+    if removed {
+        return format!(
+            "the CVO's {} merge never clears this field when the manifest drops it",
+            kind.map_or("typed", kind_name)
+        );
+    }
     format!(
         "the CVO's {} merge does not write this change",
         kind.map_or("typed", kind_name)
@@ -229,16 +235,24 @@ fn walk(
     }
     let landed = at(a, path) != at(b, path);
     let whole = never(path, kind).is_some();
-    match (o, n) {
-        (Some(Value::Object(x)), Some(Value::Object(y))) if !whole => {
-            let mut ks: Vec<String> = x.keys().cloned().collect();
-            ks.extend(y.keys().filter(|k| !x.contains_key(*k)).cloned());
-            for k in ks {
-                path.push(Seg::Key(k));
-                walk(old, new, a, b, path, kind, out);
-                path.pop();
-            }
+    let none = serde_json::Map::new();
+    let objects = match (o, n) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => Some((x, y)),
+        (Some(Value::Object(x)), None) => Some((x, &none)),
+        (None, Some(Value::Object(y))) => Some((&none, y)),
+        _ => None,
+    };
+    if !whole && let Some((x, y)) = objects {
+        let mut ks: Vec<String> = x.keys().cloned().collect();
+        ks.extend(y.keys().filter(|k| !x.contains_key(*k)).cloned());
+        for k in ks {
+            path.push(Seg::Key(k));
+            walk(old, new, a, b, path, kind, out);
+            path.pop();
         }
+        return;
+    }
+    match (o, n) {
         (Some(Value::Array(x)), Some(Value::Array(y))) if !whole && x.len() == y.len() => {
             for (i, e) in y.iter().enumerate() {
                 let name = e.get("name").and_then(Value::as_str).map(str::to_owned);
