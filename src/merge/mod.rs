@@ -264,21 +264,35 @@ pub fn merge_prepared(live: &Value, required: &Value) -> Result<Option<Value>, M
         T::DaemonSet => workloads::daemon_set(&mut m, &mut ex, req),
         T::Job => workloads::job(&mut m, &mut ex, req),
         T::CronJob => workloads::cron_job(&mut m, &mut ex, req),
-        T::ConfigMap => Ok(core::config_map(&mut m, &mut ex, req)),
-        T::Namespace => Ok(core::namespace(&mut m, &mut ex, req)),
-        T::Service => Ok(core::service(&mut m, &mut ex, req)),
-        T::ServiceAccount => Ok(core::service_account(&mut m, &mut ex, req)),
-        T::Role => Ok(core::role(&mut m, &mut ex, req)),
-        T::ClusterRole => Ok(core::cluster_role(&mut m, &mut ex, req)),
-        T::RoleBinding | T::ClusterRoleBinding => Ok(core::binding(&mut m, &mut ex, req)),
-        T::CustomResourceDefinition => Ok(ext::crd(&mut m, &mut ex, req)),
-        T::ValidatingWebhookConfiguration => Ok(ext::validating_webhook(&mut m, &mut ex, req)),
-        T::ImageStream => Ok(ext::image_stream(&mut m, &mut ex, req)),
-        T::SecurityContextConstraints => Ok(ext::scc(&mut m, &mut ex, req)),
-        T::OperatorGroup => Ok(ext::operator_group(&mut m, &mut ex, req)),
+        other => {
+            merge_infallible(other, &mut m, &mut ex, req);
+            Ok(())
+        }
     }
     .map_err(|e| e.with_object(label(req)))?;
     Ok(m.modified.then_some(Value::Object(ex)))
+}
+
+/// The typed merges that cannot fail.
+fn merge_infallible(kind: TypedKind, m: &mut Merger, ex: &mut Obj, req: &Obj) {
+    use TypedKind as T;
+    match kind {
+        T::ConfigMap => core::config_map(m, ex, req),
+        T::Namespace => core::namespace(m, ex, req),
+        T::Service => core::service(m, ex, req),
+        T::ServiceAccount => core::service_account(m, ex, req),
+        T::Role => core::role(m, ex, req),
+        T::ClusterRole => core::cluster_role(m, ex, req),
+        T::RoleBinding | T::ClusterRoleBinding => core::binding(m, ex, req),
+        T::CustomResourceDefinition => ext::crd(m, ex, req),
+        T::ValidatingWebhookConfiguration => ext::validating_webhook(m, ex, req),
+        T::ImageStream => ext::image_stream(m, ex, req),
+        T::SecurityContextConstraints => ext::scc(m, ex, req),
+        T::OperatorGroup => ext::operator_group(m, ex, req),
+        T::Deployment | T::DaemonSet | T::Job | T::CronJob => {
+            unreachable!("fallible kinds are merged by merge_prepared")
+        }
+    }
 }
 
 /// The CVO's write for one manifest: prepare it, then create, merge or leave alone.
