@@ -27,6 +27,8 @@
 
 pub mod analysis;
 pub mod apply;
+pub mod cluster;
+pub mod clusteroperator;
 pub mod diff;
 pub mod e2e;
 pub mod filter;

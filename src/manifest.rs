@@ -58,6 +58,52 @@ impl fmt::Display for ObjectId {
     }
 }
 
+impl ObjectId {
+    /// `Kind namespace/name` or `Kind name`, without the group: how progress lines, reports,
+    /// failures and the e2e timeline name an object.
+    #[must_use]
+    pub fn short(&self) -> ShortId<'_> {
+        ShortId(self)
+    }
+}
+
+/// [`ObjectId::short`]: `Kind namespace/name` or `Kind name`.
+#[derive(Debug, Clone, Copy)]
+pub struct ShortId<'a>(&'a ObjectId);
+
+impl fmt::Display for ShortId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.0;
+        match &id.namespace {
+            Some(ns) => write!(f, "{} {ns}/{}", id.kind, id.name),
+            None => write!(f, "{} {}", id.kind, id.name),
+        }
+    }
+}
+
+/// Serializes an [`ObjectId`] as `kind`, `namespace`, `name` (no `group`): the shape of the
+/// object fields of the apply report and events, for `#[serde(flatten, serialize_with)]`.
+///
+/// # Errors
+/// The serializer's.
+pub fn serialize_without_group<S: serde::Serializer>(
+    id: &ObjectId,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct WithoutGroup<'a> {
+        kind: &'a str,
+        namespace: &'a Option<String>,
+        name: &'a str,
+    }
+    WithoutGroup {
+        kind: &id.kind,
+        namespace: &id.namespace,
+        name: &id.name,
+    }
+    .serialize(serializer)
+}
+
 /// One parsed object document together with its file, document index and line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {

@@ -31,9 +31,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::apply::discovery::{Discovery, served_kinds};
-use crate::apply::request::{self, RequestError};
-use crate::apply::watch::{self, WatchEnd};
+use crate::cluster::discovery::{Discovery, served_kinds};
+use crate::cluster::request::{self, RequestError};
+use crate::cluster::watch::{self, WatchEnd};
 use crate::plan::{Action, Plan};
 
 /// Label on every stub CRD.
@@ -119,6 +119,15 @@ pub enum StubError {
         #[source]
         source: RequestError,
     },
+    /// Namespaces the payloads use, create nowhere, and the cluster lacks, while creating
+    /// them was not asked for.
+    #[error(
+        "the cluster lacks {} namespace{} this payload uses and creates nowhere:\n{}\nhint: create {} first, or pass --create-missing-namespaces to create {}",
+        .0.len(), if .0.len() == 1 { "" } else { "s" },
+        .0.iter().map(|n| format!("  {n}")).collect::<Vec<_>>().join("\n"),
+        if .0.len() == 1 { "it" } else { "them" }, if .0.len() == 1 { "it" } else { "them" }
+    )]
+    MissingNamespaces(Vec<String>),
     /// A stub CRD did not become Established (or served) in time.
     #[error("stub CRD {name} {problem}")]
     NotEstablished {
@@ -359,10 +368,17 @@ fn discovery_error(source: RequestError) -> StubError {
     }
 }
 
-/// Checks the kinds of `plans` before a run. A kind nothing serves is a
-/// [`StubError::Missing`] listing them all, unless `stand_ins.crds`: then a stub CRD is
-/// installed per missing group/kind, and each is waited on until Established and served.
-/// With `stand_ins.namespaces`, missing namespaces are created as well.
+/// Checks `plans` before a run, before anything is written: every kind must be served by
+/// the cluster or by a CRD of the plans, and every namespace the plans' namespaced objects
+/// use must exist or be created by a Namespace task of the plans.
+///
+/// - A kind nothing serves is a [`StubError::Missing`] listing them all, unless
+///   `stand_ins.crds`: then a stub CRD is installed per missing group/kind, and each is
+///   waited on until Established and served.
+/// - A namespace the cluster lacks is a [`StubError::MissingNamespaces`] listing them all,
+///   unless `stand_ins.namespaces`: then each is created (labelled [`STUB_NAMESPACE_LABEL`]).
+///
+/// Both checks run before the first write, so a refused run writes nothing.
 ///
 /// # Errors
 /// [`StubError`] as above, or a request error.
@@ -374,13 +390,18 @@ pub async fn ensure(
 ) -> Result<StubReport, StubError> {
     let discovery = Discovery::new(client.clone(), timeout);
     discovery.prime().await.map_err(discovery_error)?;
-    let mut report = install_stubs(client, &discovery, plans, stand_ins.crds, timeout).await?;
-    if stand_ins.namespaces {
-        // Stubs are served now; a fresh cache sees them.
-        let discovery = Discovery::new(client.clone(), timeout);
-        discovery.prime().await.map_err(discovery_error)?;
-        report.namespaces = create_missing_namespaces(client, &discovery, plans, timeout).await?;
+    let missing = missing_kinds(&discovery, plans)
+        .await
+        .map_err(discovery_error)?;
+    if !missing.is_empty() && !stand_ins.crds {
+        return Err(StubError::Missing(missing));
     }
+    let lacking = missing_namespaces(client, &discovery, plans, timeout).await?;
+    if !lacking.is_empty() && !stand_ins.namespaces {
+        return Err(StubError::MissingNamespaces(lacking));
+    }
+    let mut report = install_stubs(client, missing, timeout).await?;
+    report.namespaces = create_namespaces(client, lacking, timeout).await?;
     Ok(report)
 }
 
@@ -446,7 +467,10 @@ pub async fn needed_namespaces(
     Ok(out)
 }
 
-async fn create_missing_namespaces(
+/// The namespaces of [`needed_namespaces`] that the cluster lacks: one LIST of namespaces, or,
+/// for a user who may not list them, one GET each. A namespace the user may not read either
+/// is taken as present (the run then reports what the server says).
+async fn missing_namespaces(
     client: &Client,
     discovery: &Discovery,
     plans: &[&Plan],
@@ -455,17 +479,61 @@ async fn create_missing_namespaces(
     let needed = needed_namespaces(discovery, plans)
         .await
         .map_err(discovery_error)?;
-    let mut created = Vec::new();
-    for ns in needed {
-        let existing = watch::get(client, "/api/v1/namespaces", &ns, timeout)
-            .await
-            .map_err(|source| StubError::Request {
-                what: format!("reading namespace {ns}"),
-                source,
-            })?;
-        if existing.is_some() {
-            continue;
+    if needed.is_empty() {
+        return Ok(needed);
+    }
+    let list = http::Request::get("/api/v1/namespaces")
+        .body(Vec::new())
+        .map_err(|e| StubError::Request {
+            what: "listing namespaces".into(),
+            source: RequestError::Build(e.to_string()),
+        })?;
+    match request::send(client, list, timeout).await {
+        Ok(live) => {
+            let existing: HashSet<&str> = live
+                .body
+                .get("items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+                .collect();
+            Ok(needed
+                .into_iter()
+                .filter(|n| !existing.contains(n.as_str()))
+                .collect())
         }
+        Err(e) if e.is(403) => {
+            let mut lacking = Vec::new();
+            for ns in needed {
+                match watch::get(client, "/api/v1/namespaces", &ns, timeout).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => lacking.push(ns),
+                    Err(e) if e.is(403) => {}
+                    Err(source) => {
+                        return Err(StubError::Request {
+                            what: format!("reading namespace {ns}"),
+                            source,
+                        });
+                    }
+                }
+            }
+            Ok(lacking)
+        }
+        Err(source) => Err(StubError::Request {
+            what: "listing namespaces".into(),
+            source,
+        }),
+    }
+}
+
+async fn create_namespaces(
+    client: &Client,
+    lacking: Vec<String>,
+    timeout: Duration,
+) -> Result<Vec<String>, StubError> {
+    let mut created = Vec::new();
+    for ns in lacking {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "name": ns, "labels": {STUB_NAMESPACE_LABEL: "true"}}});
         let req = Request::new("/api/v1/namespaces")
@@ -492,22 +560,11 @@ async fn create_missing_namespaces(
 
 async fn install_stubs(
     client: &Client,
-    discovery: &Discovery,
-    plans: &[&Plan],
-    stub: bool,
+    missing: Vec<MissingKind>,
     timeout: Duration,
 ) -> Result<StubReport, StubError> {
-    let missing = missing_kinds(discovery, plans)
-        .await
-        .map_err(|source| StubError::Request {
-            what: "discovery".into(),
-            source,
-        })?;
     if missing.is_empty() {
         return Ok(StubReport::default());
-    }
-    if !stub {
-        return Err(StubError::Missing(missing));
     }
     let mut missing = missing;
     for k in &mut missing {

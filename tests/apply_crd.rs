@@ -72,7 +72,11 @@ async fn crd_and_custom_resource_in_one_run_level_apply_on_the_first_attempt() {
     dry.runner.dry_run = true;
     let (report, _) = apply_util::run(&conn, plan.clone(), &dry).await;
     assert!(report.ok, "dry run failed: {:#?}", report.errors);
-    let cr = report.tasks.iter().find(|t| t.kind == "Gadget").unwrap();
+    let cr = report
+        .tasks
+        .iter()
+        .find(|t| t.object.kind == "Gadget")
+        .unwrap();
     assert_eq!(cr.outcome, Outcome::NotServed);
     assert_eq!(
         cr.detail.as_deref(),
@@ -88,7 +92,11 @@ async fn crd_and_custom_resource_in_one_run_level_apply_on_the_first_attempt() {
         .filter(|e| matches!(e.kind, EventKind::Retrying { .. }))
         .collect();
     assert!(retries.is_empty(), "retries happened: {retries:#?}");
-    let cr = report.tasks.iter().find(|t| t.kind == "Gadget").unwrap();
+    let cr = report
+        .tasks
+        .iter()
+        .find(|t| t.object.kind == "Gadget")
+        .unwrap();
     assert_eq!(cr.outcome, Outcome::Created);
     assert_eq!(
         cr.attempts, 1,

@@ -69,8 +69,8 @@ async fn deletes_run_at_their_plan_position_in_updating_mode() {
     // Position: after the task before it in its file order, before run-level 30 starts.
     let pos = |name: &str, finished: bool| {
         apply_util::find(&events, |e| match &e.kind {
-            EventKind::TaskStarted { task } if !finished => task.name == name,
-            EventKind::TaskFinished { task, .. } if finished => task.name == name,
+            EventKind::TaskStarted { task } if !finished => task.object.name == name,
+            EventKind::TaskFinished { task, .. } if finished => task.object.name == name,
             _ => false,
         })
         .unwrap_or_else(|| panic!("no event for {name}"))
@@ -80,7 +80,7 @@ async fn deletes_run_at_their_plan_position_in_updating_mode() {
     assert!(pos("old", true) < pos("after", false));
     let confirmed = apply_util::find(
         &events,
-        |e| matches!(&e.kind, EventKind::DeleteConfirmed { task } if task.name == "old"),
+        |e| matches!(&e.kind, EventKind::DeleteConfirmed { task } if task.object.name == "old"),
     );
     assert!(confirmed.is_some());
     assert!(report.deletes_in_progress.is_empty());
@@ -109,7 +109,11 @@ async fn deletes_are_skipped_in_initializing_mode() {
     assert!(report.ok, "{:#?}", report.errors);
     assert_eq!(report.counts.deletes_skipped, 2, "{}", report.counts_line());
     assert_eq!(report.counts.deleted, 0);
-    let skipped = report.tasks.iter().find(|t| t.name == "old").unwrap();
+    let skipped = report
+        .tasks
+        .iter()
+        .find(|t| t.object.name == "old")
+        .unwrap();
     assert_eq!(skipped.outcome, Outcome::DeleteSkipped);
     assert!(
         skipped
@@ -156,8 +160,12 @@ async fn a_deletion_held_by_a_finalizer_is_reported_in_progress_then_waited_for(
     assert!(report.ok, "{:#?}", report.errors);
     assert_eq!(report.counts.deleted, 1);
     assert_eq!(report.deletes_in_progress.len(), 1);
-    assert_eq!(report.deletes_in_progress[0].name, "held");
-    let task = report.tasks.iter().find(|t| t.name == "held").unwrap();
+    assert_eq!(report.deletes_in_progress[0].object.name, "held");
+    let task = report
+        .tasks
+        .iter()
+        .find(|t| t.object.name == "held")
+        .unwrap();
     assert!(
         task.detail
             .as_deref()

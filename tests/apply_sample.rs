@@ -34,17 +34,20 @@ async fn resource_versions(client: &Client, report: &ApplyReport) -> BTreeMap<St
         let (ar, caps) = discovery
             .groups()
             .flat_map(|g| g.recommended_resources())
-            .find(|(ar, _)| ar.kind == t.kind)
-            .unwrap_or_else(|| panic!("kind {} not served", t.kind));
-        let api: Api<DynamicObject> = match (&t.namespace, caps.scope) {
+            .find(|(ar, _)| ar.kind == t.object.kind)
+            .unwrap_or_else(|| panic!("kind {} not served", t.object.kind));
+        let api: Api<DynamicObject> = match (&t.object.namespace, caps.scope) {
             (Some(ns), kube::discovery::Scope::Namespaced) => {
                 Api::namespaced_with(client.clone(), ns, &ar)
             }
             _ => Api::all_with(client.clone(), &ar),
         };
-        let o = api.get(&t.name).await.expect("object exists");
+        let o = api.get(&t.object.name).await.expect("object exists");
         out.insert(
-            format!("{} {:?}/{}", t.kind, t.namespace, t.name),
+            format!(
+                "{} {:?}/{}",
+                t.object.kind, t.object.namespace, t.object.name
+            ),
             o.metadata.resource_version.expect("resourceVersion"),
         );
     }

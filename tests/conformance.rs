@@ -104,9 +104,8 @@ fn mco_before_fix_deletes_the_binding_before_the_deployment_update() {
         &Action::Delete,
     );
     let dep = find(&p, "Deployment", "machine-config-operator", &Action::Apply);
-    let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
     assert!(
-        p.runs_before(del, dep, &node_of, &anc),
+        p.runs_before(del, dep),
         "delete must run before the Deployment"
     );
     assert_eq!(p.tasks[del].run_level.as_deref(), Some("80"));
@@ -123,10 +122,9 @@ fn mco_after_fix_deletes_the_binding_after_the_cluster_operator_wait() {
     );
     let dep = find(&p, "Deployment", "machine-config-operator", &Action::Apply);
     let co = find(&p, "ClusterOperator", "machine-config", &Action::Wait);
-    let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
-    assert!(p.runs_before(dep, del, &node_of, &anc));
+    assert!(p.runs_before(dep, del));
     assert!(
-        p.runs_before(co, del, &node_of, &anc),
+        p.runs_before(co, del),
         "delete must wait for the ClusterOperator"
     );
     assert_eq!(p.tasks[del].run_level.as_deref(), Some("90"));
@@ -135,7 +133,6 @@ fn mco_after_fix_deletes_the_binding_after_the_cluster_operator_wait() {
 #[test]
 fn openshift_multi_updating_keeps_run_levels_as_barriers() {
     let p = plan_of("openshift-multi", Mode::Updating);
-    let (node_of, anc) = (p.node_of_task(), p.graph.ancestors());
     // Any two tasks at different run-levels, both matched, are ordered by load order.
     let leveled: Vec<usize> = (0..p.tasks.len())
         .filter(|&t| p.tasks[t].run_level.is_some())
@@ -144,7 +141,7 @@ fn openshift_multi_updating_keeps_run_levels_as_barriers() {
         let (a, b) = (w[0], w[1]);
         if p.tasks[a].run_level != p.tasks[b].run_level {
             assert!(
-                p.runs_before(a, b, &node_of, &anc),
+                p.runs_before(a, b),
                 "{} before {}",
                 p.tasks[a].manifest.file,
                 p.tasks[b].manifest.file

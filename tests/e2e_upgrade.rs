@@ -82,7 +82,9 @@ fn first<'a>(
     report
         .timeline
         .phase(Phase::Upgrade)
-        .find(|e| e.action == action && e.kind == kind && e.name == name && e.succeeded())
+        .find(|e| {
+            e.action == action && e.object.kind == kind && e.object.name == name && e.succeeded()
+        })
         .unwrap_or_else(|| panic!("no upgrade {action} of {kind} {name} in the timeline"))
 }
 
@@ -94,8 +96,8 @@ fn reported(report: &UpgradeReport, name: &str, version: &str) -> f64 {
         .phase(Phase::Upgrade)
         .find(|e| {
             e.action == TimelineAction::Observed
-                && e.kind == "ClusterOperator"
-                && e.name == name
+                && e.object.kind == "ClusterOperator"
+                && e.object.name == name
                 && e.detail
                     .as_deref()
                     .is_some_and(|d| d.split(' ').any(|w| w == want))
@@ -368,8 +370,8 @@ async fn delayed_and_flapping_operators_still_finish() {
         .phase(Phase::Upgrade)
         .filter(|e| {
             e.action == TimelineAction::Observed
-                && e.name == "example"
-                && e.kind == "ClusterOperator"
+                && e.object.name == "example"
+                && e.object.kind == "ClusterOperator"
         })
         .filter_map(|e| e.detail.as_deref())
         .collect();

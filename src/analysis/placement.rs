@@ -28,49 +28,34 @@ pub struct Placement {
 /// Precomputed placement and ordering facts of one plan.
 #[derive(Debug, Clone)]
 pub struct Placements {
-    node_of: Vec<usize>,
-    position: Vec<usize>,
     stage_of_node: Vec<usize>,
-    ancestors: Vec<Vec<u64>>,
 }
 
 impl Placements {
     /// Computes the facts for a plan.
     #[must_use]
     pub fn new(plan: &Plan) -> Self {
-        let node_of = plan.node_of_task();
-        let mut position = vec![0; plan.tasks.len()];
-        for node in &plan.graph.nodes {
-            for (p, &t) in node.tasks.iter().enumerate() {
-                position[t] = p;
-            }
-        }
         let mut stage_of_node = vec![0; plan.graph.nodes.len()];
         for (s, nodes) in stages(plan).iter().enumerate() {
             for &n in nodes {
                 stage_of_node[n] = s + 1;
             }
         }
-        Placements {
-            node_of,
-            position,
-            stage_of_node,
-            ancestors: plan.graph.ancestors(),
-        }
+        Placements { stage_of_node }
     }
 
     /// The placement of task `task` of `plan`.
     #[must_use]
     pub fn of(&self, plan: &Plan, task: usize) -> Placement {
         let t = &plan.tasks[task];
-        let node = self.node_of[task];
+        let node = plan.node_of_task()[task];
         Placement {
             task,
             run_level: t.run_level.clone(),
             component: t.component.clone(),
             stage: self.stage_of_node.get(node).copied().unwrap_or(0),
             node,
-            position: self.position[task],
+            position: plan.position_of_task()[task],
         }
     }
 
@@ -78,7 +63,7 @@ impl Placements {
     /// after `b` or at the same time.
     #[must_use]
     pub fn runs_before(&self, plan: &Plan, a: usize, b: usize) -> bool {
-        plan.runs_before(a, b, &self.node_of, &self.ancestors)
+        plan.runs_before(a, b)
     }
 
     /// Whether `a` and `b` can run at the same time (neither always finishes first).

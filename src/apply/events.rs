@@ -29,6 +29,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Serialize, Serializer};
 
+use crate::manifest::ObjectId;
 use crate::plan::{Action, Mode, Plan};
 
 /// Receives the events of a run. Called synchronously from the executor's tasks, so
@@ -136,12 +137,9 @@ pub struct TaskRef {
     pub document: usize,
     /// `apiVersion`.
     pub api_version: String,
-    /// Kind.
-    pub kind: String,
-    /// Namespace, when the manifest has one.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
+    /// The object (serialized as `kind`, `namespace`, `name`).
+    #[serde(flatten, serialize_with = "crate::manifest::serialize_without_group")]
+    pub object: ObjectId,
     /// What the task does.
     pub action: Action,
 }
@@ -159,26 +157,15 @@ impl TaskRef {
             file: t.manifest.path(),
             document: t.manifest.document,
             api_version: t.manifest.api_version.clone(),
-            kind: t.manifest.id.kind.clone(),
-            namespace: t.manifest.id.namespace.clone(),
-            name: t.manifest.id.name.clone(),
+            object: t.manifest.id.clone(),
             action: t.action.clone(),
-        }
-    }
-
-    /// `Kind namespace/name` or `Kind name`.
-    #[must_use]
-    pub fn object(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
-            None => format!("{} {}", self.kind, self.name),
         }
     }
 
     /// `file#document Kind namespace/name`.
     #[must_use]
     pub fn label(&self) -> String {
-        format!("{}#{} {}", self.file, self.document, self.object())
+        format!("{}#{} {}", self.file, self.document, self.object.short())
     }
 }
 

@@ -2,20 +2,26 @@
 //! the CVO's graph, parallelism and per-mode rules, and report it.
 //!
 //! ```text
-//! client ──► discovery ──► executor (RunGraph) ──► runner: apply │ create-only │ delete │ wait
-//!                               │                                   (object, deletion, operator_wait)
-//!                               └─ events ──► report, progress, ClusterVersion recorder, yours
+//! preflight ──► engine (RunGraph) ──► actions: apply │ create-only │ delete │ operator wait │ CRD wait
+//!                   │                          └─ all through crate::cluster (HTTP)
+//!                   └─ events ──► report, ClusterVersion recorder, the caller's observer
 //! ```
 //!
-//! - [`client`]: kubeconfig resolution like kubectl; every HTTP request counted.
-//! - [`discovery`]: kind → resource and scope, cached; CRDs established in the run are served
-//!   from their spec.
-//! - [`executor`]: the CVO's `RunGraph` on tokio (ready nodes lowest index first, bounded
+//! - preflight ([`crate::stub_crds::ensure`], run first by [`run`]): before anything is
+//!   written, every kind the plan uses must be served (or come from a CRD of the plan) and
+//!   every namespace it uses must exist (or be created by the plan); otherwise the run is
+//!   refused with the full list, or, when allowed ([`ApplyOptions::preflight`]), stand-in CRDs
+//!   and namespaces are installed.
+//! - [`engine`]: the CVO's `RunGraph` on tokio (ready nodes lowest index first, bounded
 //!   parallelism, a failure blocks only dependents, Ctrl-C stops starting work).
-//! - [`runner`], [`object`], [`deletion`], [`operator_wait`]: one task against the cluster.
-//! - [`retry`]: transient vs permanent errors, bounded backoff with jitter.
-//! - [`events`]: the observer interface and the event list; [`report`], [`progress`] and
-//!   [`clusterversion`] are observers.
+//! - [`actions`]: one task against the cluster, one module per action
+//!   ([`actions::apply`]: apply, create-only and the CRD wait; [`actions::delete`]: deletes and
+//!   deletion tracking; [`actions::operator_wait`]: the ClusterOperator wait and precreation).
+//! - [`events`]: the observer interface and the event list; [`report`] and [`clusterversion`]
+//!   are observers (progress rendering is the CLI's).
+//!
+//! HTTP, retries, watches and discovery live in [`crate::cluster`]; the ClusterOperator health
+//! rule, shared with the simulator, in [`crate::clusteroperator`].
 //!
 //! # Where minicvo deliberately differs from the CVO
 //!
@@ -28,7 +34,7 @@
 //!   DaemonSets and Jobs get no health check (the CVO checks only for obviously broken ones).
 //! - **Created / configured / unchanged without extra reads.** 201 means created. Otherwise a
 //!   resourceVersion newer than the cluster's at the start *and* an `Apply` managed-fields
-//!   time at or after the start mean this run changed the object ([`runner::Baseline`]).
+//!   time at or after the start mean this run changed the object ([`actions::Baseline`]).
 //! - **Watches instead of re-walking the graph** (cvo.md §7, §11 #560, #818). A ClusterOperator
 //!   wait watches the operator and the next run-level starts the moment it is done, instead
 //!   of failing the pass and re-walking it after a backoff. A CRD is waited on until
@@ -55,40 +61,31 @@
 //!
 //! [`Plan`]: crate::plan::Plan
 
-pub mod body;
-pub mod client;
+pub mod actions;
 pub mod clusterversion;
-pub mod deletion;
-pub mod discovery;
+pub mod engine;
 pub mod events;
-pub mod executor;
-pub mod object;
-pub mod operator;
-pub mod operator_wait;
-pub mod progress;
 pub mod report;
-pub mod request;
-pub mod retry;
-pub mod runner;
-pub mod watch;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use client::{Connection, RequestCounter, connect, connect_with};
+pub use crate::cluster::{Connection, RequestCounter, connect, connect_with};
+pub use actions::RunnerOptions;
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
-pub use runner::RunnerOptions;
 
+use self::actions::ClusterRunner;
 use self::clusterversion::{ClusterVersionRecorder, Final, RecorderOptions};
-use self::discovery::Discovery;
 use self::events::{Emitter, Observers};
 use self::report::{ReportBuilder, RunFacts};
-use self::request::RequestError;
-use self::runner::ClusterRunner;
+use crate::cluster::discovery::Discovery;
+use crate::cluster::request::RequestError;
+use crate::cluster::retry;
 use crate::plan::Plan;
+use crate::stub_crds::{self, StandIns, StubError, StubReport};
 
 /// Settings of a run.
 #[derive(Debug, Clone)]
@@ -105,6 +102,10 @@ pub struct ApplyOptions {
     pub record_cluster_version: bool,
     /// Release image pull spec, for the ClusterVersion history.
     pub release_image: String,
+    /// The preflight before anything is written ([`crate::stub_crds::ensure`]): missing kinds
+    /// and namespaces are an error, or get the stand-ins allowed here. `None` skips it, for a
+    /// caller that already checked (the e2e harness checks both payloads at once).
+    pub preflight: Option<StandIns>,
 }
 
 impl Default for ApplyOptions {
@@ -116,6 +117,7 @@ impl Default for ApplyOptions {
             wait_deletes: false,
             record_cluster_version: true,
             release_image: String::new(),
+            preflight: Some(StandIns::default()),
         }
     }
 }
@@ -135,14 +137,27 @@ pub enum ApplyError {
         #[source]
         source: RequestError,
     },
+    /// The preflight refused the run (kinds or namespaces missing) or could not install the
+    /// stand-ins; nothing was written by the plan.
+    #[error(transparent)]
+    Preflight(Box<StubError>),
+    /// Stand-ins (CRDs, namespaces) asked for in a dry run, which must not write.
+    #[error(
+        "stand-ins (--stub-missing-crds, --create-missing-namespaces) are written, which --dry-run=server does not allow"
+    )]
+    DryRunStandIns,
 }
 
 /// Applies `plan` to the cluster behind `conn`, delivering events to `observer`, until done,
 /// `cancel` fires (Ctrl-C: no new work starts, requests in flight finish) or the timeout.
 ///
+/// First the preflight of [`ApplyOptions::preflight`] checks that every kind the plan uses is
+/// served and every namespace it uses exists (or is created by the plan), before anything is
+/// written.
+///
 /// # Errors
-/// [`ApplyError`] when the cluster cannot be reached at all. Task failures are not errors:
-/// they are in the report.
+/// [`ApplyError`] when the preflight refuses the run or the cluster cannot be reached at all.
+/// Task failures are not errors: they are in the report.
 pub async fn run(
     conn: &Connection,
     plan: Arc<Plan>,
@@ -150,6 +165,22 @@ pub async fn run(
     observer: Arc<dyn ApplyObserver>,
     cancel: CancellationToken,
 ) -> Result<ApplyReport, ApplyError> {
+    let preflight = match options.preflight {
+        Some(stand_ins) => {
+            if options.runner.dry_run && (stand_ins.crds || stand_ins.namespaces) {
+                return Err(ApplyError::DryRunStandIns);
+            }
+            stub_crds::ensure(
+                &conn.client,
+                &[&plan],
+                stand_ins,
+                options.runner.crd_timeout,
+            )
+            .await
+            .map_err(|e| ApplyError::Preflight(Box::new(e)))?
+        }
+        None => StubReport::default(),
+    };
     let started = tokio::time::Instant::now();
     let requests_before = conn.requests.get();
     let mut runner_options = options.runner.clone();
@@ -172,7 +203,7 @@ pub async fn run(
         server: conn.server.clone(),
         source: x.error,
     })?;
-    let baseline = runner::baseline(&conn.client, runner_options.request_timeout).await;
+    let baseline = actions::baseline(&conn.client, runner_options.request_timeout).await;
 
     let report = Arc::new(ReportBuilder::default());
     let mut observers: Vec<Arc<dyn ApplyObserver>> = vec![report.clone(), observer];
@@ -243,7 +274,7 @@ pub async fn run(
         runner_options.clone(),
         baseline,
     ));
-    let outcome = executor::run_graph(
+    let outcome = engine::run_graph(
         plan.clone(),
         runner.clone(),
         parallelism,
@@ -308,6 +339,7 @@ pub async fn run(
         requests,
         cluster_version,
         seconds: started.elapsed().as_secs_f64(),
+        preflight,
         ..partial
     })
 }

@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::events::{ApplyEvent, ApplyObserver, EventKind, Outcome, StopReason, TaskRef};
+use crate::manifest::ObjectId;
 use crate::plan::Mode;
 
 /// Tasks per outcome.
@@ -101,11 +102,20 @@ pub struct TaskFailure {
 
 impl std::fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let obj = match &self.namespace {
-            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
-            None => format!("{} {}", self.kind, self.name),
+        let obj = ObjectId {
+            group: String::new(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
         };
-        write!(f, "{}#{} {obj}: {}", self.file, self.document, self.message)
+        write!(
+            f,
+            "{}#{} {}: {}",
+            self.file,
+            self.document,
+            obj.short(),
+            self.message
+        )
     }
 }
 
@@ -115,21 +125,16 @@ impl std::fmt::Display for TaskFailure {
 pub struct ObjectRef {
     /// Payload-relative file.
     pub file: String,
-    /// Kind.
-    pub kind: String,
-    /// Namespace.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
+    /// The object (serialized as `kind`, `namespace`, `name`).
+    #[serde(flatten, serialize_with = "crate::manifest::serialize_without_group")]
+    pub object: ObjectId,
 }
 
 impl From<&TaskRef> for ObjectRef {
     fn from(t: &TaskRef) -> Self {
         ObjectRef {
             file: t.file.clone(),
-            kind: t.kind.clone(),
-            namespace: t.namespace.clone(),
-            name: t.name.clone(),
+            object: t.object.clone(),
         }
     }
 }
@@ -156,12 +161,9 @@ pub struct TaskSummary {
     pub file: String,
     /// Document index.
     pub document: usize,
-    /// Kind.
-    pub kind: String,
-    /// Namespace.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
+    /// The object (serialized as `kind`, `namespace`, `name`).
+    #[serde(flatten, serialize_with = "crate::manifest::serialize_without_group")]
+    pub object: ObjectId,
     /// Run-level.
     pub run_level: Option<String>,
     /// What happened.
@@ -210,6 +212,9 @@ pub struct ApplyReport {
     pub requests: u64,
     /// What happened to ClusterVersion `version`: `recorded`, `not served`, or an error.
     pub cluster_version: Option<String>,
+    /// What the preflight installed (stub CRDs, namespaces); not part of the JSON report.
+    #[serde(skip)]
+    pub preflight: crate::stub_crds::StubReport,
 }
 
 impl ApplyReport {
@@ -290,9 +295,9 @@ impl ApplyObserver for ReportBuilder {
                         TaskFailure {
                             file: task.file.clone(),
                             document: task.document,
-                            kind: task.kind.clone(),
-                            namespace: task.namespace.clone(),
-                            name: task.name.clone(),
+                            kind: task.object.kind.clone(),
+                            namespace: task.object.namespace.clone(),
+                            name: task.object.name.clone(),
                             message: error.clone().unwrap_or_default(),
                         },
                     ));
@@ -301,9 +306,7 @@ impl ApplyObserver for ReportBuilder {
                     id: task.id,
                     file: task.file.clone(),
                     document: task.document,
-                    kind: task.kind.clone(),
-                    namespace: task.namespace.clone(),
-                    name: task.name.clone(),
+                    object: task.object.clone(),
                     run_level: task.run_level.clone(),
                     outcome: *outcome,
                     detail: detail.clone().or_else(|| error.clone()),
@@ -359,6 +362,7 @@ impl ReportBuilder {
             first: facts.not_run.first().map(TaskRef::label),
         });
         ApplyReport {
+            preflight: crate::stub_crds::StubReport::default(),
             api_version: "minicvo/v1alpha1",
             kind: "ApplyResult",
             version: facts.version,
@@ -407,9 +411,12 @@ mod tests {
             file: format!("release-manifests/0000_{level}_c_{id:02}.yaml"),
             document: 0,
             api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("ns".into()),
-            name: format!("cm{id}"),
+            object: ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: Some("ns".into()),
+                name: format!("cm{id}"),
+            },
             action: Action::Apply,
         }
     }

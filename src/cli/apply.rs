@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::progress::{Progress, Verbosity};
 use clap::{Args, ValueEnum};
 use minicvo::Mode;
-use minicvo::apply::progress::{Progress, Verbosity};
 use minicvo::apply::{self as engine, ApplyOptions, ApplyReport, RunnerOptions, StopReason};
 use tokio_util::sync::CancellationToken;
 
@@ -109,6 +109,11 @@ pub struct ApplyArgs {
     /// Without it, such kinds are an error listing them all before anything is written.
     #[arg(long)]
     pub stub_missing_crds: bool,
+    /// Create every namespace the payload's objects use that the payload creates nowhere and
+    /// the cluster lacks (on OpenShift the installer and operators create them). Without it,
+    /// such namespaces are an error listing them all before anything is written.
+    #[arg(long)]
+    pub create_missing_namespaces: bool,
     /// Output format of the summary on stdout.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: ApplyFormat,
@@ -167,6 +172,10 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             wait_deletes: a.wait_deletes,
             record_cluster_version: !a.no_cluster_version,
             release_image: a.payload.release_image.clone(),
+            preflight: Some(minicvo::stub_crds::StandIns {
+                crds: a.stub_missing_crds,
+                namespaces: a.create_missing_namespaces,
+            }),
         };
         if a.stub_missing_crds && options.runner.dry_run {
             return Err(UsageError(
@@ -174,22 +183,24 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             )
             .into());
         }
-        let stubs = minicvo::stub_crds::ensure(
-            &conn.client,
-            &[&plan],
-            minicvo::stub_crds::StandIns {
-                crds: a.stub_missing_crds,
-                namespaces: false,
-            },
-            options.runner.crd_timeout,
-        )
-        .await?;
-        for (crd, kind) in &stubs.installed {
-            eprintln!("stub CRD {crd} installed for {kind} (nothing served it)");
+        if a.create_missing_namespaces && options.runner.dry_run {
+            return Err(UsageError(
+                "--create-missing-namespaces creates namespaces, which --dry-run=server does not \
+                 allow"
+                    .into(),
+            )
+            .into());
         }
         let report = engine::run(&conn, plan, &options, progress.clone(), cancel).await;
         progress.finish();
-        anyhow::Ok(report?)
+        let report = report?;
+        for (crd, kind) in &report.preflight.installed {
+            eprintln!("stub CRD {crd} installed for {kind} (nothing served it)");
+        }
+        for ns in &report.preflight.namespaces {
+            eprintln!("namespace {ns} created (the payload uses it but creates it nowhere)");
+        }
+        anyhow::Ok(report)
     })?;
     let text = match a.output {
         ApplyFormat::Json => {
@@ -284,14 +295,11 @@ fn summary(r: &ApplyReport) -> String {
                     engine::Outcome::NotServed | engine::Outcome::WouldWait
                 )
             {
-                let obj = match &t.namespace {
-                    Some(ns) => format!("{} {ns}/{}", t.kind, t.name),
-                    None => format!("{} {}", t.kind, t.name),
-                };
                 let _ = writeln!(
                     s,
-                    "  {} {obj}{}",
+                    "  {} {}{}",
                     t.outcome,
+                    t.object.short(),
                     t.detail
                         .as_ref()
                         .map(|d| format!(": {d}"))
@@ -303,11 +311,7 @@ fn summary(r: &ApplyReport) -> String {
     if !r.deletes_in_progress.is_empty() {
         let _ = writeln!(s, "deletions still in progress:");
         for d in &r.deletes_in_progress {
-            let obj = match &d.namespace {
-                Some(ns) => format!("{} {ns}/{}", d.kind, d.name),
-                None => format!("{} {}", d.kind, d.name),
-            };
-            let _ = writeln!(s, "  {obj} ({})", d.file);
+            let _ = writeln!(s, "  {} ({})", d.object.short(), d.file);
         }
     }
     if !r.errors.is_empty() {

@@ -6,6 +6,7 @@ mod diff;
 mod e2e;
 mod lint;
 mod plan;
+mod progress;
 mod simulate;
 mod upgrade_plan;
 

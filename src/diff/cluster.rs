@@ -12,11 +12,11 @@ use kube::core::Request;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::apply::body::request_body;
-use crate::apply::discovery::{Discovery, Resolved};
-use crate::apply::request::{self, RequestError};
-use crate::apply::retry::{self, RetryPolicy};
-use crate::apply::watch;
+use crate::cluster::body::request_body;
+use crate::cluster::discovery::{Discovery, Resolved};
+use crate::cluster::request::{self, RequestError};
+use crate::cluster::retry::{self, RetryPolicy};
+use crate::cluster::watch;
 use crate::plan::Task;
 
 /// Why an object could not be read or dry-run.
@@ -115,17 +115,13 @@ impl KubeCluster {
     }
 }
 
-/// Maps a request error: a 404 naming a namespace is a missing namespace.
+/// Maps a request error: a 404 whose `Status` details name a namespace is a missing
+/// namespace.
 fn classify(e: &RequestError) -> LiveError {
-    if let RequestError::Api {
-        code: 404, message, ..
-    } = e
-        && let Some(rest) = message.strip_prefix("namespaces \"")
-        && let Some((ns, _)) = rest.split_once('"')
-    {
-        return LiveError::NamespaceMissing(ns.to_string());
+    match e.missing_namespace() {
+        Some(ns) => LiveError::NamespaceMissing(ns.to_string()),
+        None => LiveError::Request(e.to_string()),
     }
-    LiveError::Request(e.to_string())
 }
 
 impl LiveCluster for KubeCluster {
@@ -175,12 +171,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn missing_namespace_is_recognised_from_the_status_message() {
+    fn missing_namespace_is_recognised_from_the_status_details() {
         let e = RequestError::Api {
             code: 404,
             reason: "NotFound".into(),
             message: "namespaces \"openshift-foo\" not found".into(),
             retry_after: None,
+            details: Some(Box::new(crate::cluster::request::StatusDetails {
+                kind: "namespaces".into(),
+                group: String::new(),
+                name: "openshift-foo".into(),
+            })),
         };
         assert_eq!(
             classify(&e),
@@ -191,6 +192,7 @@ mod tests {
             reason: "Forbidden".into(),
             message: "no".into(),
             retry_after: None,
+            details: None,
         };
         assert!(matches!(classify(&other), LiveError::Request(_)));
     }

@@ -4,34 +4,17 @@
 use serde_json::Value;
 
 use crate::analysis::objects::{is_secret, mask_secret_pair, unified_diff};
-
-/// Metadata fields the API server sets, left out of every comparison.
-pub const IGNORED_METADATA: &[&str] = &[
-    "managedFields",
-    "resourceVersion",
-    "uid",
-    "generation",
-    "creationTimestamp",
-    "selfLink",
-];
+use crate::cluster::body::without_server_owned;
 
 /// An annotation kubectl writes with the whole last applied object (for a Secret, its data).
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// The object without `status` and the server-owned metadata of [`IGNORED_METADATA`]: the
-/// fields minicvo manages, plus the server's defaults (the same on both sides of a diff).
+/// The object without `status` and the metadata the server owns
+/// ([`without_server_owned`], the same normalisation dry-run apply uses): the fields minicvo
+/// manages, plus the server's defaults (the same on both sides of a diff).
 #[must_use]
 pub fn normalize(object: &Value) -> Value {
-    let mut v = object.clone();
-    if let Some(map) = v.as_object_mut() {
-        map.remove("status");
-        if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-            for k in IGNORED_METADATA {
-                meta.remove(*k);
-            }
-        }
-    }
-    v
+    without_server_owned(object)
 }
 
 /// Whether two objects are the same once normalized.

@@ -166,7 +166,7 @@ fn error(task: &Task, e: &LiveError) -> Entry {
 /// A `create` whose object cannot be dry-run because the plan creates its kind or namespace
 /// first: the manifest (without status) is the diff.
 fn create_later(task: &Task, why: String) -> Entry {
-    let body = crate::apply::body::request_body(
+    let body = crate::cluster::body::request_body(
         &task.manifest.object,
         task.manifest.id.namespace.as_deref(),
     );
@@ -255,7 +255,7 @@ async fn one<C: LiveCluster>(cluster: &C, created: &Created, task: &Task) -> Ent
             Some("precreated, then waited on".into()),
             compare::render(
                 None,
-                Some(&crate::apply::body::request_body(
+                Some(&crate::cluster::body::request_body(
                     &task.manifest.object,
                     None,
                 )),

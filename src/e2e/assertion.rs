@@ -61,13 +61,13 @@ impl EventPattern {
     pub fn matches(&self, e: &TimelineEvent) -> bool {
         e.phase == self.phase
             && e.action == self.action
-            && e.kind == self.kind
-            && e.name == self.name
-            && self.group.as_ref().is_none_or(|g| *g == e.group)
+            && e.object.kind == self.kind
+            && e.object.name == self.name
+            && self.group.as_ref().is_none_or(|g| *g == e.object.group)
             && self
                 .namespace
                 .as_ref()
-                .is_none_or(|ns| Some(ns) == e.namespace.as_ref())
+                .is_none_or(|ns| Some(ns) == e.object.namespace.as_ref())
             && self
                 .detail
                 .as_ref()
@@ -230,10 +230,12 @@ mod tests {
             t,
             phase,
             action,
-            group: String::new(),
-            kind: kind.into(),
-            namespace: None,
-            name: name.into(),
+            object: crate::manifest::ObjectId {
+                group: String::new(),
+                kind: kind.into(),
+                namespace: None,
+                name: name.into(),
+            },
             run_level: None,
             node: None,
             task: None,

@@ -219,13 +219,13 @@ pub fn invariants(timeline: &Timeline, phase: Phase, plan: &Plan) -> Vec<Check> 
     let applied: HashMap<ObjectId, &TimelineEvent> = timeline
         .phase(phase)
         .filter(|e| e.is_apply_done())
-        .map(|e| (e.object_id(), e))
+        .map(|e| (e.object.clone(), e))
         .collect();
     for e in timeline.phase(phase).filter(|e| e.is_delete_issued()) {
-        if let Some(a) = applied.get(&e.object_id()) {
+        if let Some(a) = applied.get(&e.object.clone()) {
             both.failures.push(format!(
                 "{} was applied at {:.3}s (run-level {}) and deleted at {:.3}s (run-level {})",
-                e.object(),
+                e.object.short(),
                 a.t,
                 a.run_level.as_deref().unwrap_or("-"),
                 e.t,
@@ -248,8 +248,8 @@ fn reported_at(timeline: &Timeline, op: &simulate::OperatorSpec) -> Option<f64> 
         .phase(Phase::Upgrade)
         .find(|e| {
             e.action == TimelineAction::Observed
-                && e.kind == "ClusterOperator"
-                && e.name == op.name
+                && e.object.kind == "ClusterOperator"
+                && e.object.name == op.name
                 && e.detail.as_deref().is_some_and(|d| {
                     let words: BTreeSet<&str> = d.split(' ').collect();
                     pairs.iter().all(|p| words.contains(p.as_str()))
@@ -306,7 +306,7 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &Plan, new: &Plan
         .phase(Phase::Upgrade)
         .filter(|e| e.is_delete_issued())
     {
-        let target = e.object_id();
+        let target = e.object.clone();
         for w in old_workloads.iter().copied() {
             let uses = direct_uses(w)
                 .into_iter()
@@ -316,7 +316,7 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &Plan, new: &Plan
             };
             let what = format!(
                 "{} was deleted at {:.3}s (run-level {}, node {})",
-                e.object(),
+                e.object.short(),
                 e.t,
                 e.run_level.as_deref().unwrap_or("-"),
                 e.node.map_or_else(|| "-".into(), |n| n.to_string())
@@ -333,7 +333,7 @@ pub fn delete_before_workload_update(timeline: &Timeline, old: &Plan, new: &Plan
             let mut good = Vec::new();
             match timeline
                 .phase(Phase::Upgrade)
-                .find(|a| a.is_apply_done() && a.object_id() == w.id)
+                .find(|a| a.is_apply_done() && a.object == w.id)
             {
                 None => problems.push(format!("{user} was not updated by the upgrade")),
                 Some(a) if a.t > e.t => {
@@ -440,10 +440,12 @@ mod tests {
                 t: start + 0.5,
                 phase,
                 action: TimelineAction::Apply,
-                group: t.manifest.id.group.clone(),
-                kind: t.manifest.id.kind.clone(),
-                namespace: t.manifest.id.namespace.clone(),
-                name: t.manifest.id.name.clone(),
+                object: ObjectId {
+                    group: t.manifest.id.group.clone(),
+                    kind: t.manifest.id.kind.clone(),
+                    namespace: t.manifest.id.namespace.clone(),
+                    name: t.manifest.id.name.clone(),
+                },
                 run_level: t.run_level.clone(),
                 node: Some(node_of[id]),
                 task: Some(id),

@@ -16,9 +16,9 @@ use kube::core::Request;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::apply::discovery::Discovery;
-use crate::apply::request::{self, RequestError};
-use crate::apply::watch;
+use crate::cluster::discovery::Discovery;
+use crate::cluster::request::{self, RequestError};
+use crate::cluster::watch;
 use crate::plan::{Action, Plan};
 use crate::stub_crds::{STUB_LABEL, STUB_NAMESPACE_LABEL};
 

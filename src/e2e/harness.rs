@@ -358,6 +358,8 @@ async fn run_phase(
         Some(recorder.clone() as Arc<dyn SimObserver>),
     );
     let mut apply_options = options.apply.clone();
+    // Both payloads were checked (and stand-ins installed) before the install.
+    apply_options.preflight = None;
     apply_options.runner.mode = plan.mode;
     let fanout: Arc<dyn ApplyObserver> = Arc::new(Fanout(recorder.clone(), observer));
     let result = apply::run(&clients.apply, plan.clone(), &apply_options, fanout, cancel).await;

@@ -102,14 +102,9 @@ pub struct TimelineEvent {
     pub phase: Phase,
     /// What happened.
     pub action: TimelineAction,
-    /// API group (empty for the core group).
-    pub group: String,
-    /// Kind.
-    pub kind: String,
-    /// Namespace.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
+    /// The object (serialized as `group`, `kind`, `namespace`, `name`).
+    #[serde(flatten)]
+    pub object: ObjectId,
     /// Run-level of the task (or of the task owning the observed object).
     pub run_level: Option<String>,
     /// Graph node of that task.
@@ -129,26 +124,6 @@ pub struct TimelineEvent {
 }
 
 impl TimelineEvent {
-    /// The object.
-    #[must_use]
-    pub fn object_id(&self) -> ObjectId {
-        ObjectId {
-            group: self.group.clone(),
-            kind: self.kind.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-        }
-    }
-
-    /// `Kind ns/name` or `Kind name`.
-    #[must_use]
-    pub fn object(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
-            None => format!("{} {}", self.kind, self.name),
-        }
-    }
-
     /// Whether a write or wait task succeeded.
     #[must_use]
     pub fn succeeded(&self) -> bool {
@@ -291,10 +266,10 @@ impl Recorder {
             t,
             phase,
             action,
-            group,
-            kind: task.kind.clone(),
-            namespace: task.namespace.clone(),
-            name: task.name.clone(),
+            object: ObjectId {
+                group,
+                ..task.object.clone()
+            },
             run_level: task.run_level.clone(),
             node: Some(task.node),
             task: Some(task.id),
@@ -312,10 +287,7 @@ impl Recorder {
             t: seconds(self.start, at),
             phase,
             action: TimelineAction::Observed,
-            group: id.group,
-            kind: id.kind,
-            namespace: id.namespace,
-            name: id.name,
+            object: id,
             run_level: place.as_ref().and_then(|p| p.1.clone()),
             node: place.as_ref().map(|p| p.2),
             task: place.as_ref().map(|p| p.0),

@@ -53,8 +53,8 @@ pub fn chrome_trace(timeline: &Timeline, titles: &[(Phase, String)]) -> Value {
     for e in &timeline.events {
         let p = pid(e.phase);
         let args = json!({
-            "object": e.object(),
-            "group": e.group,
+            "object": e.object.short().to_string(),
+            "group": e.object.group,
             "runLevel": e.run_level,
             "node": e.node,
             "outcome": e.outcome,
@@ -63,7 +63,7 @@ pub fn chrome_trace(timeline: &Timeline, titles: &[(Phase, String)]) -> Value {
         match e.action {
             TimelineAction::Observed => events.push(json!({
                 "ph": "i", "s": "t", "pid": p, "tid": 0,
-                "name": format!("{}: {}", e.object(), e.detail.as_deref().unwrap_or("changed")),
+                "name": format!("{}: {}", e.object.short(), e.detail.as_deref().unwrap_or("changed")),
                 "cat": "observed", "ts": micros(e.t), "args": args,
             })),
             TimelineAction::WaitStart => {}
@@ -89,7 +89,7 @@ pub fn chrome_trace(timeline: &Timeline, titles: &[(Phase, String)]) -> Value {
                 };
                 events.push(json!({
                     "ph": "X", "pid": p, "tid": tid,
-                    "name": format!("{verb} {}", e.object()),
+                    "name": format!("{verb} {}", e.object.short()),
                     "cat": verb,
                     "ts": micros(start),
                     "dur": micros((e.t - start).max(0.0)),
@@ -125,10 +125,12 @@ mod tests {
             t,
             phase: Phase::Upgrade,
             action,
-            group: "config.openshift.io".into(),
-            kind: "ClusterOperator".into(),
-            namespace: None,
-            name: "mc".into(),
+            object: crate::manifest::ObjectId {
+                group: "config.openshift.io".into(),
+                kind: "ClusterOperator".into(),
+                namespace: None,
+                name: "mc".into(),
+            },
             run_level: Some("80".into()),
             node: Some(3),
             task: Some(7),

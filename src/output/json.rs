@@ -32,13 +32,6 @@ pub fn plan(plan: &Plan) -> Value {
             v
         })
         .collect();
-    let nodes: Vec<Value> = plan
-        .graph
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| json!({"id": i, "tasks": n.tasks}))
-        .collect();
     json!({
         "apiVersion": API_VERSION,
         "kind": "Plan",
@@ -47,7 +40,18 @@ pub fn plan(plan: &Plan) -> Value {
         "profile": plan.profile,
         "featureSet": plan.feature_set,
         "tasks": tasks,
-        "nodes": nodes,
+        "nodes": nodes(plan),
         "edges": plan.graph.edges(),
     })
+}
+
+/// The `nodes` of a plan's JSON form (`plan` and `upgrade-plan`): each node's index and tasks.
+#[must_use]
+pub fn nodes(plan: &Plan) -> Vec<Value> {
+    plan.graph
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| json!({"id": i, "tasks": n.tasks}))
+        .collect()
 }

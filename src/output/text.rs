@@ -20,6 +20,39 @@ pub fn stages(plan: &Plan) -> Vec<Vec<usize>> {
     by_depth.into_values().collect()
 }
 
+/// `level/component` of a node's tasks, in order of first appearance, joined by ` + `.
+#[must_use]
+pub fn components(plan: &Plan, tasks: &[usize]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for &t in tasks {
+        let task = &plan.tasks[t];
+        let c = match (&task.run_level, &task.component) {
+            (Some(l), Some(c)) => format!("{l}/{c}"),
+            _ => "unleveled".to_string(),
+        };
+        if !seen.contains(&c) {
+            seen.push(c);
+        }
+    }
+    seen.join(" + ")
+}
+
+/// One task's row (no line end): index right-aligned to `width`, then `change` when given
+/// (`upgrade-plan`), action, object, and `file#document`.
+#[must_use]
+pub fn task_row(plan: &Plan, t: usize, width: usize, change: Option<&str>) -> String {
+    let task = &plan.tasks[t];
+    let m = &task.manifest;
+    let change = change.map(|c| format!("{c:<9} ")).unwrap_or_default();
+    format!(
+        "    {t:>width$} {change}{:<11} {}  {}#{}",
+        task.action.to_string(),
+        m.id,
+        m.file,
+        m.document
+    )
+}
+
 /// The text form.
 #[must_use]
 pub fn plan(plan: &Plan) -> String {
@@ -70,38 +103,15 @@ pub fn plan(plan: &Plan) -> String {
         );
         for &n in nodes {
             let node = &plan.graph.nodes[n];
-            let components: Vec<String> = {
-                let mut seen = Vec::new();
-                for &t in &node.tasks {
-                    let task = &plan.tasks[t];
-                    let c = match (&task.run_level, &task.component) {
-                        (Some(l), Some(c)) => format!("{l}/{c}"),
-                        _ => "unleveled".to_string(),
-                    };
-                    if !seen.contains(&c) {
-                        seen.push(c);
-                    }
-                }
-                seen
-            };
             let _ = writeln!(
                 out,
                 "  node {n}: {} ({} tasks)",
-                components.join(" + "),
+                components(plan, &node.tasks),
                 node.tasks.len()
             );
             for &t in &node.tasks {
                 let task = &plan.tasks[t];
-                let m = &task.manifest;
-                let _ = write!(
-                    out,
-                    "    {:>width$} {:<11} {}  {}#{}",
-                    t,
-                    task.action.to_string(),
-                    m.id,
-                    m.file,
-                    m.document
-                );
+                out.push_str(&task_row(plan, t, width, None));
                 if let Some(r) = &task.skip_reason {
                     let _ = write!(out, "  ({r})");
                 }

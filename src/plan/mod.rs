@@ -135,6 +135,18 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// The graph over task indices.
     pub graph: TaskGraph,
+    /// Where each task runs and which nodes precede which, built once on first use (the
+    /// graph must not change after that).
+    index: std::sync::OnceLock<PlanIndex>,
+}
+
+/// The plan's precedence index: node and position of every task, and the ancestors of every
+/// node (a bitset per node).
+#[derive(Debug, Clone)]
+struct PlanIndex {
+    node_of: Vec<usize>,
+    position: Vec<usize>,
+    ancestors: Vec<Vec<u64>>,
 }
 
 /// The action a manifest gets, before apply-time filters.
@@ -207,6 +219,7 @@ pub fn build_from(
         feature_set: filters.effective_feature_set().to_string(),
         tasks,
         graph,
+        index: std::sync::OnceLock::new(),
     }
 }
 
@@ -243,36 +256,49 @@ fn build_graph_keyed(tasks: &[Task], mode: Mode, attempt: usize) -> TaskGraph {
 }
 
 impl Plan {
-    /// For every task, the node that runs it.
-    #[must_use]
-    pub fn node_of_task(&self) -> Vec<usize> {
-        let mut of = vec![usize::MAX; self.tasks.len()];
-        for (n, node) in self.graph.nodes.iter().enumerate() {
-            for &t in &node.tasks {
-                of[t] = n;
+    fn index(&self) -> &PlanIndex {
+        self.index.get_or_init(|| {
+            let mut node_of = vec![usize::MAX; self.tasks.len()];
+            let mut position = vec![0; self.tasks.len()];
+            for (n, node) in self.graph.nodes.iter().enumerate() {
+                for (p, &t) in node.tasks.iter().enumerate() {
+                    node_of[t] = n;
+                    position[t] = p;
+                }
             }
-        }
-        of
+            PlanIndex {
+                node_of,
+                position,
+                ancestors: self.graph.ancestors(),
+            }
+        })
+    }
+
+    /// For every task, the node that runs it (`usize::MAX` for a task in no node).
+    #[must_use]
+    pub fn node_of_task(&self) -> &[usize] {
+        &self.index().node_of
+    }
+
+    /// For every task, its position inside its node (tasks of one node run in this order).
+    #[must_use]
+    pub fn position_of_task(&self) -> &[usize] {
+        &self.index().position
     }
 
     /// Whether task `a` always finishes before task `b` starts (same node and earlier, or
-    /// `a`'s node is an ancestor of `b`'s). `ancestors` comes from [`TaskGraph::ancestors`].
+    /// `a`'s node is an ancestor of `b`'s). The index behind it is built once per plan.
     #[must_use]
-    pub fn runs_before(
-        &self,
-        a: usize,
-        b: usize,
-        node_of: &[usize],
-        ancestors: &[Vec<u64>],
-    ) -> bool {
-        let (na, nb) = (node_of[a], node_of[b]);
-        if na == nb {
-            let tasks = &self.graph.nodes[na].tasks;
-            let pa = tasks.iter().position(|&t| t == a);
-            let pb = tasks.iter().position(|&t| t == b);
-            return pa < pb;
+    pub fn runs_before(&self, a: usize, b: usize) -> bool {
+        let ix = self.index();
+        let (na, nb) = (ix.node_of[a], ix.node_of[b]);
+        if na == usize::MAX || nb == usize::MAX {
+            return false;
         }
-        ancestors[nb][na / 64] & (1 << (na % 64)) != 0
+        if na == nb {
+            return ix.position[a] < ix.position[b];
+        }
+        ix.ancestors[nb][na / 64] & (1 << (na % 64)) != 0
     }
 
     /// Counts of tasks per action.

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::apply::operator::wanted_versions;
+use crate::clusteroperator::wanted_versions;
 use crate::manifest::{Manifest, ObjectId};
 use crate::plan::{Action, Plan};
 

@@ -144,7 +144,7 @@ mod tests {
             ]
         );
         let live = json!({"status": s});
-        let h = crate::apply::operator::health(
+        let h = crate::clusteroperator::health(
             Some(&live),
             &op().versions,
             crate::plan::Mode::Updating,
@@ -158,7 +158,7 @@ mod tests {
         assert!(status_for(&op(), &Report::Never, true, now).is_none());
         let degraded = status_for(&op(), &Report::Degraded, true, now).unwrap();
         assert!(conds(&degraded).contains(&("Degraded".into(), "True".into())));
-        let h = crate::apply::operator::health(
+        let h = crate::clusteroperator::health(
             Some(&json!({"status": degraded})),
             &op().versions,
             crate::plan::Mode::Updating,

@@ -63,14 +63,6 @@ pub fn json(up: &UpgradePlan, diff: bool) -> Value {
         .into_iter()
         .map(|(c, n)| (c.name().to_string(), json!(n)))
         .collect();
-    let nodes: Vec<Value> = up
-        .plan
-        .graph
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| json!({"id": i, "tasks": n.tasks}))
-        .collect();
     json!({
         "apiVersion": API_VERSION,
         "kind": "UpgradePlan",
@@ -81,7 +73,7 @@ pub fn json(up: &UpgradePlan, diff: bool) -> Value {
         "featureSet": up.plan.feature_set,
         "summary": summary,
         "objects": up.entries.iter().map(|e| entry(up, e, diff)).collect::<Vec<_>>(),
-        "nodes": nodes,
+        "nodes": crate::output::json::nodes(&up.plan),
         "edges": up.plan.graph.edges(),
     })
 }

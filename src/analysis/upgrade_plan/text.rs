@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::{Change, UpgradePlan};
-use crate::output::text::stages;
+use crate::output::text::{components, stages, task_row};
 
 /// What to show.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,22 +36,6 @@ pub fn summary(up: &UpgradePlan) -> String {
         })
         .collect();
     format!("{} objects: {}", up.entries.len(), parts.join(", "))
-}
-
-/// `level/component` of a node's tasks, in order, joined by ` + `.
-fn components(plan: &crate::plan::Plan, tasks: &[usize]) -> String {
-    let mut seen: Vec<String> = Vec::new();
-    for &t in tasks {
-        let task = &plan.tasks[t];
-        let c = match (&task.run_level, &task.component) {
-            (Some(l), Some(c)) => format!("{l}/{c}"),
-            _ => "unleveled".to_string(),
-        };
-        if !seen.contains(&c) {
-            seen.push(c);
-        }
-    }
-    seen.join(" + ")
 }
 
 /// The text form.
@@ -119,22 +103,12 @@ pub fn text(up: &UpgradePlan, options: Options) -> String {
             );
             for t in node_tasks {
                 let e = &up.entries[entry_of_task[t]];
-                let task = &plan.tasks[t];
-                let m = &task.manifest;
                 let change = if e.change == Change::Unchanged && !e.not_rolled_out.is_empty() {
                     "unchanged (not rolled out)"
                 } else {
                     e.change.name()
                 };
-                let _ = writeln!(
-                    out,
-                    "    {t:>width$} {:<9} {:<11} {}  {}#{}",
-                    change,
-                    task.action.to_string(),
-                    m.id,
-                    m.file,
-                    m.document
-                );
+                let _ = writeln!(out, "{}", task_row(plan, t, width, Some(change)));
                 for k in &e.not_rolled_out {
                     if k.path.is_empty() {
                         let _ = writeln!(out, "        not rolled out: {}", k.rule);

@@ -35,11 +35,11 @@ mod status;
 use self::status::{
     cluster_id, condition, final_status, progressing, set_condition, start_history,
 };
-use super::discovery::Discovery;
 use super::events::{ApplyEvent, ApplyObserver, EventKind};
 use super::report::TaskFailure;
-use super::request::{self, RequestError};
-use super::watch;
+use crate::cluster::discovery::Discovery;
+use crate::cluster::request::{self, RequestError};
+use crate::cluster::watch;
 
 /// The CRD that makes a cluster serve ClusterVersions.
 pub const CRD_NAME: &str = "clusterversions.config.openshift.io";

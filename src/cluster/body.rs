@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 
-/// Metadata fields owned by the API server, never sent.
+/// Metadata fields owned by the API server: never sent, and left out of every comparison of
+/// a manifest with a live object (dry-run apply, `diff`).
 pub const SERVER_OWNED_METADATA: &[&str] = &[
     "resourceVersion",
     "uid",
@@ -20,21 +21,38 @@ pub const SERVER_OWNED_METADATA: &[&str] = &[
     "deletionGracePeriodSeconds",
 ];
 
+/// `object` without `status` and the metadata of [`SERVER_OWNED_METADATA`]: the one
+/// normalisation behind what is sent ([`request_body`]) and what is compared (dry-run apply's
+/// [`changed_paths`], `diff`).
+#[must_use]
+pub fn without_server_owned(object: &Value) -> Value {
+    let mut v = object.clone();
+    strip_server_owned(&mut v);
+    v
+}
+
+fn strip_server_owned(object: &mut Value) {
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            for k in SERVER_OWNED_METADATA {
+                meta.remove(*k);
+            }
+        }
+    }
+}
+
 /// The body to send for `object`. `namespace` is the namespace to use (`None` for a
 /// cluster-scoped kind).
 #[must_use]
 pub fn request_body(object: &Value, namespace: Option<&str>) -> Value {
-    let mut body = object.clone();
+    let mut body = without_server_owned(object);
     if let Some(map) = body.as_object_mut() {
-        map.remove("status");
         typed_zero_values(map);
         let meta = map
             .entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {
-            for k in SERVER_OWNED_METADATA {
-                meta.remove(*k);
-            }
             match namespace {
                 Some(ns) => {
                     meta.insert("namespace".into(), Value::String(ns.to_string()));
@@ -150,24 +168,18 @@ pub fn applied_at<'a>(object: &'a Value, manager: &str) -> Option<&'a str> {
 }
 
 /// Paths (`spec.replicas`, `data.key`, `metadata.labels.app`) where `after` differs from
-/// `before`, ignoring server bookkeeping (`resourceVersion`, `managedFields`, `generation`)
-/// and `status`. Lists are compared whole. At most `limit` paths are returned.
+/// `before`, both [`without_server_owned`]. Lists are compared whole. At most `limit` paths
+/// are returned.
 #[must_use]
 pub fn changed_paths(before: &Value, after: &Value, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            m.remove("status");
-            if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
-                for k in ["resourceVersion", "managedFields", "generation"] {
-                    meta.remove(k);
-                }
-            }
-        }
-        v
-    };
-    diff(&strip(before), &strip(after), "", &mut out, limit);
+    diff(
+        &without_server_owned(before),
+        &without_server_owned(after),
+        "",
+        &mut out,
+        limit,
+    );
     out
 }
 

@@ -17,14 +17,14 @@ use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use serde_json::Value;
 
-use super::body;
-use super::discovery::Resolved;
-use super::events::{EventKind, Outcome};
-use super::executor::{Done, TaskContext, TaskError, TaskResult};
-use super::operator::{self, Health};
-use super::request::{self, RequestError};
-use super::runner::{ClusterRunner, Served};
-use super::watch::{self, WatchEnd};
+use super::{ClusterRunner, Served};
+use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
+use crate::apply::events::{EventKind, Outcome};
+use crate::cluster::body;
+use crate::cluster::discovery::Resolved;
+use crate::cluster::request::{self, RequestError};
+use crate::cluster::watch::{self, WatchEnd};
+use crate::clusteroperator::{self as operator, Health};
 use crate::plan::{Action, Task};
 
 const GROUP: &str = "config.openshift.io";

@@ -1,7 +1,18 @@
-//! The task runner that talks to the cluster: resolves each manifest's kind, sends its
-//! request with retries, and dispatches on the task's action (apply, create-only, delete,
-//! ClusterOperator wait). The per-action code lives in [`super::object`],
-//! [`super::deletion`] and [`super::operator_wait`].
+//! The actions: what one task does to the cluster. [`ClusterRunner`] is the engine's
+//! [`TaskRunner`]: it resolves each manifest's kind, sends requests with retries, and
+//! dispatches on the task's action to its module:
+//!
+//! - [`apply`]: server-side apply, create-only, and the wait for a CRD to be `Established`;
+//! - [`delete`]: deletes and the tracking of deletions held by finalizers;
+//! - [`operator_wait`]: the ClusterOperator wait and the precreation pass.
+//!
+//! Two cross-task waits live here: a kind whose CRD this plan still has to establish
+//! ([`ClusterRunner::served_for`]) and a namespace a Namespace task of this plan still has to
+//! create (the retry in `run_task`).
+
+pub mod apply;
+pub mod delete;
+pub mod operator_wait;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,12 +24,12 @@ use kube::Client;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::deletion::PendingDelete;
-use super::discovery::{Discovery, Resolved, crd_group_kind};
-use super::events::{Emitter, EventKind, Outcome, TaskRef};
-use super::executor::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
-use super::request::{self, RequestError, Response};
-use super::retry::{self, RetryPolicy};
+use self::delete::PendingDelete;
+use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
+use crate::apply::events::{Emitter, EventKind, Outcome, TaskRef};
+use crate::cluster::discovery::{Discovery, Resolved, crd_group_kind};
+use crate::cluster::request::{self, RequestError, Response};
+use crate::cluster::retry::{self, RetryPolicy};
 use crate::plan::{Action, Mode, Plan, Task};
 
 /// Settings of the cluster runner.
@@ -89,10 +100,6 @@ pub struct ClusterRunner {
     pub(crate) snapshots: Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
     /// Deletions requested but not yet seen to finish.
     pub(crate) pending_deletes: Mutex<Vec<PendingDelete>>,
-    /// Node of each task and node ancestry, to tell whether a CRD of this plan can still
-    /// come (see [`ClusterRunner::served_for`]).
-    node_of: Vec<usize>,
-    ancestors: Vec<Vec<u64>>,
     /// Tasks that have finished (see [`ClusterRunner::namespace_coming`]).
     finished: tokio::sync::watch::Sender<std::collections::HashSet<usize>>,
 }
@@ -123,8 +130,6 @@ impl ClusterRunner {
             crd_tasks,
             snapshots: Mutex::new(HashMap::new()),
             pending_deletes: Mutex::new(Vec::new()),
-            node_of: plan.node_of_task(),
-            ancestors: plan.graph.ancestors(),
             finished: tokio::sync::watch::Sender::new(std::collections::HashSet::new()),
             plan,
         }
@@ -178,11 +183,7 @@ impl ClusterRunner {
             let Served::No { crd_task: Some(c) } = served else {
                 return Ok(served);
             };
-            if self.options.dry_run
-                || self
-                    .plan
-                    .runs_before(task.id, c, &self.node_of, &self.ancestors)
-            {
+            if self.options.dry_run || self.plan.runs_before(task.id, c) {
                 return Ok(served);
             }
             tokio::select! {
@@ -268,12 +269,13 @@ impl ClusterRunner {
             if x.cancelled {
                 TaskError::interrupted(format!("stopped while retrying: {}", x.error))
             } else if x.attempts > 1 {
-                TaskError::failed(
+                TaskError::from_request(
                     format!("{} (gave up after {} attempts)", x.error, x.attempts),
                     x.attempts,
+                    x.error,
                 )
             } else {
-                TaskError::failed(x.error.to_string(), x.attempts)
+                TaskError::from_request(x.error.to_string(), x.attempts, x.error)
             }
         })
     }
@@ -308,13 +310,18 @@ impl ClusterRunner {
         }
     }
 
-    /// When `error` says the task's namespace does not exist and a Namespace task of this
-    /// plan creates it without being ordered after the task (initializing mode runs every
-    /// run-level in parallel), that Namespace task: the task is worth trying again once it
-    /// has finished. The CVO gets there by retrying the task (cvo.md §4.3).
-    fn namespace_coming(&self, task: &Task, error: &str) -> Option<usize> {
+    /// When `error` says (in the server's `Status` details) that the task's namespace does
+    /// not exist and a Namespace task of this plan creates it without being ordered after the
+    /// task (initializing mode runs every run-level in parallel), that Namespace task: the
+    /// task is worth trying again once it has finished. The CVO gets there by retrying the
+    /// task (cvo.md §4.3).
+    fn namespace_coming(&self, task: &Task, error: &TaskError) -> Option<usize> {
         let ns = task.manifest.id.namespace.as_deref()?;
-        if self.options.dry_run || !error.contains(&format!("namespaces \"{ns}\" not found")) {
+        let missing = error
+            .cause
+            .as_ref()
+            .and_then(RequestError::missing_namespace);
+        if self.options.dry_run || missing != Some(ns) {
             return None;
         }
         self.plan
@@ -326,9 +333,7 @@ impl ClusterRunner {
                     && t.manifest.id.group.is_empty()
                     && t.manifest.id.kind == "Namespace"
                     && t.manifest.id.name == ns
-                    && !self
-                        .plan
-                        .runs_before(task.id, t.id, &self.node_of, &self.ancestors)
+                    && !self.plan.runs_before(task.id, t.id)
             })
             .map(|t| t.id)
     }
@@ -360,7 +365,7 @@ impl TaskRunner for ClusterRunner {
         let task = self.task(&ctx.task);
         let mut result = self.run_action(&ctx, task).await;
         if let Err(e) = &result
-            && let Some(ns_task) = self.namespace_coming(task, &e.message)
+            && let Some(ns_task) = self.namespace_coming(task, e)
             && self.wait_finished(ns_task, &ctx.cancel).await
         {
             let before = e.attempts;

@@ -10,19 +10,19 @@
 //! - CustomResourceDefinition: after the apply, wait (watch) until `Established`, then its
 //!   kinds are served for the rest of the run.
 //!
-//! [`Baseline`]: super::runner::Baseline
+//! [`Baseline`]: super::Baseline
 
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::Request;
 use serde_json::Value;
 
-use super::body;
-use super::discovery::Resolved;
-use super::events::{EventKind, Outcome};
-use super::executor::{Done, TaskContext, TaskError, TaskResult};
-use super::request::RequestError;
-use super::runner::{Baseline, ClusterRunner, Served};
-use super::watch::{self, WatchEnd};
+use super::{Baseline, ClusterRunner, Served};
+use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
+use crate::apply::events::{EventKind, Outcome};
+use crate::cluster::body;
+use crate::cluster::discovery::Resolved;
+use crate::cluster::request::RequestError;
+use crate::cluster::watch::{self, WatchEnd};
 use crate::plan::Task;
 
 /// Why a CRD's names were not accepted, or `Ok(established)`.
@@ -78,7 +78,7 @@ pub fn strategy_switch<'a>(object: &'a Value, error: &str) -> Option<(&'static s
 /// status update); the time alone (second precision) would count our own previous run when
 /// it ended in the same second. Without a baseline the object counts as configured.
 ///
-/// [`Baseline`]: super::runner::Baseline
+/// [`Baseline`]: super::Baseline
 #[must_use]
 pub fn classify(baseline: &Baseline, object: &Value, manager: &str) -> Outcome {
     let by_version = match (
@@ -247,8 +247,12 @@ impl ClusterRunner {
                     .create(&params, body.clone())
                     .map_err(|e| RequestError::Build(e.to_string()));
                 async move {
-                    match super::request::send(&self.client, req?, self.options.request_timeout)
-                        .await
+                    match crate::cluster::request::send(
+                        &self.client,
+                        req?,
+                        self.options.request_timeout,
+                    )
+                    .await
                     {
                         Ok(r) => Ok(Some(r)),
                         Err(RequestError::Api {

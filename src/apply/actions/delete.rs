@@ -13,12 +13,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::body;
-use super::events::{EventKind, Outcome, TaskRef};
-use super::executor::{Done, TaskContext, TaskResult};
-use super::request::RequestError;
-use super::runner::{ClusterRunner, Served};
-use super::watch::{self, WatchEnd};
+use super::{ClusterRunner, Served};
+use crate::apply::engine::{Done, TaskContext, TaskResult};
+use crate::apply::events::{EventKind, Outcome, TaskRef};
+use crate::cluster::body;
+use crate::cluster::request::RequestError;
+use crate::cluster::watch::{self, WatchEnd};
 use crate::plan::{Mode, Task};
 
 /// A deletion that was accepted while the object still existed (finalizers, foreground
@@ -67,8 +67,12 @@ impl ClusterRunner {
                     .delete(name, &params)
                     .map_err(|e| RequestError::Build(e.to_string()));
                 async move {
-                    match super::request::send(&self.client, req?, self.options.request_timeout)
-                        .await
+                    match crate::cluster::request::send(
+                        &self.client,
+                        req?,
+                        self.options.request_timeout,
+                    )
+                    .await
                     {
                         Ok(r) => Ok(Some(r)),
                         Err(e) if e.is(404) => Ok(None),
@@ -146,7 +150,7 @@ impl ClusterRunner {
             let current = match watch::get(
                 &self.client,
                 &p.collection,
-                &p.task.name,
+                &p.task.object.name,
                 self.options.request_timeout,
             )
             .await
@@ -162,7 +166,7 @@ impl ClusterRunner {
                     watch::watch_until(
                         &self.client,
                         &p.collection,
-                        &p.task.name,
+                        &p.task.object.name,
                         current,
                         deadline,
                         cancel,

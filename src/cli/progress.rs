@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::events::{ApplyEvent, ApplyObserver, EventKind, Outcome};
+use minicvo::apply::events::{ApplyEvent, ApplyObserver, EventKind, Outcome};
 
 /// How much to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,8 +265,8 @@ impl ApplyObserver for Progress {
                 &format!(
                     "{}: no new work starts; waiting for requests in flight",
                     match reason {
-                        super::events::StopReason::Interrupted => "interrupted",
-                        super::events::StopReason::TimedOut => "timed out",
+                        minicvo::apply::events::StopReason::Interrupted => "interrupted",
+                        minicvo::apply::events::StopReason::TimedOut => "timed out",
                     }
                 ),
             ),

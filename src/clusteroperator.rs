@@ -10,7 +10,7 @@
 //!   unfinished versions accepted.
 //!
 //! The CVO checks once per pass and re-walks the graph later; minicvo watches the operator
-//! and continues the moment it is done (see [`super::watch`]).
+//! and continues the moment it is done (see [`crate::cluster::watch`]).
 
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use kube::client::Body;
 use serde_json::Value;
 
 /// A failed request, in the terms the retry policy and the error messages need.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
     /// The API server answered with an error status.
     #[error("{}", api_message(*code, reason, message))]
@@ -24,6 +24,8 @@ pub enum RequestError {
         message: String,
         /// `Retry-After` (header or `details.retryAfterSeconds`).
         retry_after: Option<Duration>,
+        /// The `Status` details: the object the error is about, when the server names it.
+        details: Option<Box<StatusDetails>>,
     },
     /// No answer within the request timeout.
     #[error("request timed out after {0:?}")]
@@ -37,6 +39,17 @@ pub enum RequestError {
     /// The request could not be built (a bug or an impossible name).
     #[error("cannot build the request: {0}")]
     Build(String),
+}
+
+/// The object a `Status` error is about (its `details`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusDetails {
+    /// The resource (plural, `namespaces`) or kind the server names.
+    pub kind: String,
+    /// The group, empty for the core group.
+    pub group: String,
+    /// The object's name.
+    pub name: String,
 }
 
 fn api_message(code: u16, reason: &str, message: &str) -> String {
@@ -65,6 +78,22 @@ impl RequestError {
         self.code() == Some(code)
     }
 
+    /// The namespace this error says does not exist: a 404 `NotFound` whose details name a
+    /// `namespaces` object (what the server answers for an object in a missing namespace).
+    #[must_use]
+    pub fn missing_namespace(&self) -> Option<&str> {
+        match self {
+            RequestError::Api {
+                code: 404,
+                details: Some(d),
+                ..
+            } if d.kind == "namespaces" && d.group.is_empty() && !d.name.is_empty() => {
+                Some(&d.name)
+            }
+            _ => None,
+        }
+    }
+
     /// Converts a kube client error (from kube's own helpers such as discovery).
     #[must_use]
     pub fn from_kube(e: kube::Error) -> Self {
@@ -74,6 +103,7 @@ impl RequestError {
                 reason: s.reason.clone(),
                 message: s.message.clone(),
                 retry_after: None,
+                details: None,
             },
             kube::Error::SerdeError(e) => RequestError::Decode(e.to_string()),
             kube::Error::FromUtf8(e) => RequestError::Decode(e.to_string()),
@@ -196,6 +226,19 @@ fn error_from(status: u16, headers: &http::HeaderMap, bytes: &[u8]) -> RequestEr
                     .unwrap_or_default()
                     .to_string(),
                 retry_after: header_retry.or(details_retry),
+                details: v.get("details").map(|d| {
+                    let field = |k: &str| {
+                        d.get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    Box::new(StatusDetails {
+                        kind: field("kind"),
+                        group: field("group"),
+                        name: field("name"),
+                    })
+                }),
             }
         }
         _ => RequestError::Api {
@@ -207,6 +250,7 @@ fn error_from(status: u16, headers: &http::HeaderMap, bytes: &[u8]) -> RequestEr
                 .take(500)
                 .collect(),
             retry_after: header_retry,
+            details: None,
         },
     }
 }

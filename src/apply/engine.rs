@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Emitter, EventKind, Outcome, TaskRef};
+use crate::cluster::RequestError;
 use crate::plan::{Action, Plan};
 
 /// A finished task.
@@ -71,6 +72,9 @@ pub struct TaskError {
     pub interrupted: bool,
     /// Requests tried.
     pub attempts: u32,
+    /// The request error behind the failure, when one is (typed: the server's code, reason
+    /// and details).
+    pub cause: Option<RequestError>,
 }
 
 impl TaskError {
@@ -81,6 +85,16 @@ impl TaskError {
             message: message.into(),
             interrupted: false,
             attempts,
+            cause: None,
+        }
+    }
+
+    /// A failure caused by `cause`.
+    #[must_use]
+    pub fn from_request(message: impl Into<String>, attempts: u32, cause: RequestError) -> Self {
+        TaskError {
+            cause: Some(cause),
+            ..TaskError::failed(message, attempts)
         }
     }
 
@@ -91,6 +105,7 @@ impl TaskError {
             message: message.into(),
             interrupted: true,
             attempts: 0,
+            cause: None,
         }
     }
 }

@@ -191,6 +191,7 @@ mod tests {
             reason: String::new(),
             message: message.into(),
             retry_after: None,
+            details: None,
         }
     }
 
@@ -228,6 +229,7 @@ mod tests {
             reason: "TooManyRequests".into(),
             message: String::new(),
             retry_after: Some(Duration::from_secs(2)),
+            details: None,
         };
         assert_eq!(
             classify(&throttled),
