@@ -73,7 +73,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::cluster::{Connection, RequestCounter, connect, connect_with};
-pub use actions::RunnerOptions;
+pub use actions::{ApplyStrategy, RunnerOptions};
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
 

@@ -58,7 +58,12 @@ impl ClusterRunner {
         for _ in 0..MAX_CONFLICTS {
             let (live, n) = self
                 .call_with(ctx, resolved.from_run, || {
-                    watch::get(&self.client, &collection, name, self.options.request_timeout)
+                    watch::get(
+                        &self.client,
+                        &collection,
+                        name,
+                        self.options.request_timeout,
+                    )
                 })
                 .await?;
             attempts += n;
@@ -69,8 +74,8 @@ impl ClusterRunner {
                 Merged::Create(obj) => (obj, true),
                 Merged::Update(obj) => (update_body(&obj), false),
             };
-            let bytes =
-                serde_json::to_vec(&body).map_err(|e| TaskError::failed(e.to_string(), attempts))?;
+            let bytes = serde_json::to_vec(&body)
+                .map_err(|e| TaskError::failed(e.to_string(), attempts))?;
             let (response, n) = self
                 .call_with(ctx, resolved.from_run, || {
                     let req = if created {
@@ -130,15 +135,14 @@ impl ClusterRunner {
                 }
             });
         }
+        // An UPDATE the server found identical (a merge default it fills in anyway) does not
+        // bump the resourceVersion: report it unchanged.
+        let same_version = live.is_some()
+            && live.and_then(body::resource_version) == body::resource_version(&response.body);
         if task.manifest.is_crd() {
             self.established(ctx, &task.manifest.id.name, collection, response.body)
                 .await?;
         }
-        // An UPDATE the server found identical (a merge default it fills in anyway) does not
-        // bump the resourceVersion: report it unchanged.
-        let same_version = live.and_then(body::resource_version)
-            == body::resource_version(&response.body)
-            && live.is_some();
         Ok(Done::new(if created {
             Outcome::Created
         } else if same_version {
