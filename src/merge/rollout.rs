@@ -62,11 +62,47 @@ pub fn compare(old: &Value, new: &Value) -> Result<Rollout, MergeError> {
         new.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
         new.get("kind").and_then(Value::as_str).unwrap_or(""),
     );
-    walk(old, new, &a, &b, &mut Vec::new(), kind, &mut out);
+    walk(old, new, &a, &b, &mut Vec::new(), kind, &mut out, false);
     Ok(Rollout {
         written: a != b,
         not_rolled_out: out,
     })
+}
+
+/// The fields the manifest sets to a value other than the live one that the CVO's merge
+/// (`merged`, or `None` when it writes nothing) leaves at the live value. Fields the manifest
+/// does not set are not reported: the live object has many the server filled in.
+#[must_use]
+pub fn kept_against_live(
+    live: &Value,
+    manifest: &Value,
+    merged: Option<&Value>,
+) -> Vec<NotRolledOut> {
+    let kind = super::typed_kind(
+        manifest
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        manifest.get("kind").and_then(Value::as_str).unwrap_or(""),
+    );
+    let mut out = Vec::new();
+    let after = merged.unwrap_or(live);
+    walk(
+        live,
+        manifest,
+        live,
+        after,
+        &mut Vec::new(),
+        kind,
+        &mut out,
+        true,
+    );
+    out.retain(|n| {
+        !n.path.starts_with("metadata.")
+            || n.path.starts_with("metadata.labels")
+            || n.path.starts_with("metadata.annotations")
+    });
+    out
 }
 
 fn at<'a>(v: &'a Value, path: &[Seg]) -> Option<&'a Value> {
@@ -220,6 +256,7 @@ fn kind_name(k: TypedKind) -> &'static str {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn walk(
     old: &Value,
     new: &Value,
@@ -228,9 +265,10 @@ fn walk(
     path: &mut Vec<Seg>,
     kind: Option<TypedKind>,
     out: &mut Vec<NotRolledOut>,
+    only_new: bool,
 ) {
     let (o, n) = (at(old, path), at(new, path));
-    if o == n {
+    if o == n || (only_new && n.is_none()) {
         return;
     }
     let landed = at(a, path) != at(b, path);
@@ -247,7 +285,7 @@ fn walk(
         ks.extend(y.keys().filter(|k| !x.contains_key(*k)).cloned());
         for k in ks {
             path.push(Seg::Key(k));
-            walk(old, new, a, b, path, kind, out);
+            walk(old, new, a, b, path, kind, out, only_new);
             path.pop();
         }
         return;
@@ -260,7 +298,7 @@ fn walk(
                     && x.iter()
                         .any(|p| p.get("name").and_then(Value::as_str) == name.as_deref());
                 path.push(Seg::Index(i, name.filter(|_| same_name)));
-                walk(old, new, a, b, path, kind, out);
+                walk(old, new, a, b, path, kind, out, only_new);
                 path.pop();
             }
         }

@@ -54,6 +54,8 @@ impl ClusterRunner {
             dry_run: self.options.dry_run,
             field_manager: Some(self.options.field_manager.clone()),
         };
+        // Attempts as the report counts them: the tries of the round's slowest request (a GET
+        // and a write are one attempt when both go through first time), summed over 409 rounds.
         let mut attempts = 0;
         for _ in 0..MAX_CONFLICTS {
             let (live, n) = self
@@ -66,11 +68,13 @@ impl ClusterRunner {
                     )
                 })
                 .await?;
-            attempts += n;
+            let get_tries = n;
             let merged = merge::merge(live.as_ref(), &manifest, &self.options.cluster_config)
-                .map_err(|e| TaskError::failed(e.to_string(), attempts))?;
+                .map_err(|e| TaskError::failed(e.to_string(), attempts + get_tries))?;
             let (body, created) = match merged {
-                Merged::Unchanged => return Ok(Done::new(Outcome::Unchanged).attempts(attempts)),
+                Merged::Unchanged => {
+                    return Ok(Done::new(Outcome::Unchanged).attempts(attempts + get_tries));
+                }
                 Merged::Create(obj) => (obj, true),
                 Merged::Update(obj) => (update_body(&obj), false),
             };
@@ -94,7 +98,7 @@ impl ClusterRunner {
                     }
                 })
                 .await?;
-            attempts += n;
+            attempts += get_tries.max(n);
             let Some(response) = response else { continue };
             return self
                 .cvo_written(ctx, task, &collection, live.as_ref(), response, created)
