@@ -73,6 +73,14 @@ impl ClusterRunner {
                 .map_err(|e| TaskError::failed(e.to_string(), attempts + get_tries))?;
             let (body, created) = match merged {
                 Merged::Unchanged => {
+                    // An unchanged CRD is still waited on, so that its kinds are served to the
+                    // custom resources later in the plan.
+                    if task.manifest.is_crd()
+                        && !self.options.dry_run
+                        && let Some(live) = live
+                    {
+                        self.established(ctx, name, &collection, live).await?;
+                    }
                     return Ok(Done::new(Outcome::Unchanged).attempts(attempts + get_tries));
                 }
                 Merged::Create(obj) => (obj, true),
