@@ -44,6 +44,7 @@ pub mod e2e;
 pub mod filter;
 pub mod image;
 pub mod manifest;
+pub mod merge;
 pub mod output;
 pub mod payload;
 pub mod plan;

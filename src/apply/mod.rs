@@ -25,14 +25,15 @@
 //!
 //! # Where minicvo deliberately differs from the CVO
 //!
-//! - **Server-side apply instead of GET → merge → UPDATE** (cvo.md §5). One forced PATCH per
-//!   object with our field manager: the server merges, an unchanged object is not written
-//!   (its resourceVersion stays), and fields we stop setting are removed (the CVO's typed
-//!   merges never remove labels, annotations or ConfigMap keys). A no-op re-apply costs one
-//!   request per object, where the CVO pays a GET (plus an UPDATE when its merge sees a
-//!   difference). We do not add the CVO's ClusterVersion owner reference, and Deployments,
-//!   DaemonSets and Jobs get no health check (the CVO checks only for obviously broken ones).
-//! - **Created / configured / unchanged without extra reads.** 201 means created. Otherwise a
+//! - **The CVO's write, by default** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
+//!   CVO's per-kind merge ([`crate::merge`]), UPDATE only when it changed something; a no-op
+//!   re-apply costs one GET per object. Without the ClusterVersion owner reference and the
+//!   proxy/TLS injections (the library takes their inputs; the runner does not read them),
+//!   and Deployments, DaemonSets and Jobs get no health check. A 409 re-reads and merges again
+//!   at once, at most 5 times.
+//! - **Server-side apply as the alternative** ([`ApplyStrategy::ServerSide`]): one forced
+//!   PATCH per object with our field manager; fields we stop setting are removed. Created /
+//!   configured / unchanged come from the PATCH response alone: 201 means created; otherwise a
 //!   resourceVersion newer than the cluster's at the start *and* an `Apply` managed-fields
 //!   time at or after the start mean this run changed the object ([`actions::Baseline`]).
 //! - **Watches instead of re-walking the graph** (cvo.md §7, §11 #560, #818). A ClusterOperator
@@ -74,7 +75,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::cluster::{Connection, RequestCounter, connect, connect_with};
-pub use actions::RunnerOptions;
+pub use actions::{ApplyStrategy, RunnerOptions};
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
 

@@ -92,6 +92,10 @@ pub struct ApplyArgs {
     /// `server`: send every write as a server dry run and report what would change.
     #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
     pub dry_run: DryRun,
+    /// How objects are written: `cvo` (GET, the CVO's per-kind merge, UPDATE only when it
+    /// changed something) or `server-side` (one forced server-side apply).
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
+    pub apply_strategy: super::args::StrategyArg,
     /// Bound on the whole run (e.g. 10m, 1h30m); default none.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
@@ -206,13 +210,14 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
                 field_manager: a.field_manager.clone(),
                 dry_run: a.dry_run == DryRun::Server,
                 wait_timeout: a.wait_timeout,
+                strategy: a.apply_strategy.into(),
                 ..RunnerOptions::default()
             },
             parallelism: a.parallelism.map(|p| p as usize),
             timeout: a.timeout,
             wait_deletes: a.wait_deletes,
             record_cluster_version: !a.no_cluster_version,
-            release_image: options.release_image.clone(),
+            release_image: load_options.release_image.clone(),
             preflight: Some(minicvo::stub_crds::StandIns {
                 crds: a.stub_missing_crds,
                 namespaces: a.create_missing_namespaces,

@@ -268,3 +268,21 @@ impl ClusterArgs {
         .map_err(|e| UsageError(e.to_string()))
     }
 }
+
+/// `--apply-strategy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    /// The CVO's way: GET, its per-kind merge, UPDATE only when the merge changed something.
+    Cvo,
+    /// One forced server-side apply per object (field manager `--field-manager`).
+    ServerSide,
+}
+
+impl From<StrategyArg> for minicvo::apply::ApplyStrategy {
+    fn from(s: StrategyArg) -> Self {
+        match s {
+            StrategyArg::Cvo => minicvo::apply::ApplyStrategy::Cvo,
+            StrategyArg::ServerSide => minicvo::apply::ApplyStrategy::ServerSide,
+        }
+    }
+}

@@ -36,6 +36,10 @@ pub struct DiffArgs {
     /// Field manager of the dry-run applies; use the one `minicvo apply` used.
     #[arg(long, default_value = "minicvo")]
     pub field_manager: String,
+    /// How `apply` would write: `cvo` (the CVO's merge of each live object, dry-run as an
+    /// UPDATE; notes name manifest changes the CVO will not roll out) or `server-side`.
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
+    pub apply_strategy: super::args::StrategyArg,
     /// Objects compared at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
@@ -71,7 +75,15 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         if let Err(e) = cluster.prime().await {
             tracing::warn!("{e}; discovering kinds one group at a time");
         }
-        anyhow::Ok(diff::diff(&cluster, &plan, a.concurrency as usize).await)
+        anyhow::Ok(
+            diff::diff_with(
+                &cluster,
+                &plan,
+                a.concurrency as usize,
+                a.apply_strategy.into(),
+            )
+            .await,
+        )
     })?;
     let out = match a.output {
         DiffFormat::Text => report::text(&plan, &result, a.changed_only),

@@ -57,6 +57,10 @@ pub struct UpgradeArgs {
     /// The payload installed first (a directory or a release image).
     #[arg(long, value_name = "OLD")]
     pub from: PathBuf,
+    /// How objects are written in both runs: `cvo` (GET, the CVO's merge, UPDATE) or
+    /// `server-side` (one forced server-side apply).
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
+    pub apply_strategy: super::args::StrategyArg,
     /// The payload updated to (a directory or a release image).
     #[arg(long, value_name = "NEW")]
     pub to: PathBuf,
@@ -169,6 +173,7 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         apply: ApplyOptions {
             runner: RunnerOptions {
                 wait_timeout: a.wait_timeout,
+                strategy: a.apply_strategy.into(),
                 ..RunnerOptions::default()
             },
             parallelism: a.parallelism.map(|p| p as usize),

@@ -41,6 +41,17 @@ pub trait LiveCluster: Sync {
     fn dry_run_apply(&self, task: &Task) -> impl Future<Output = Result<Value, LiveError>> + Send;
     /// The object a create of the manifest would make (a dry run).
     fn dry_run_create(&self, task: &Task) -> impl Future<Output = Result<Value, LiveError>> + Send;
+    /// The object an UPDATE with `object` (the CVO's merge of the live object) would leave
+    /// (a dry run, so the server's defaulting shows). Without a server: `object` itself.
+    fn dry_run_update(
+        &self,
+        task: &Task,
+        object: &Value,
+    ) -> impl Future<Output = Result<Value, LiveError>> + Send {
+        let _ = task;
+        let object = object.clone();
+        async move { Ok(object) }
+    }
 }
 
 /// A [`LiveCluster`] backed by an API server.
@@ -140,6 +151,28 @@ impl LiveCluster for KubeCluster {
         self.send(|| {
             let req = Request::new(&collection)
                 .patch(name, &params, &Patch::Apply(&body))
+                .map_err(|e| RequestError::Build(e.to_string()));
+            async move { request::send(&self.client, req?, self.timeout).await }
+        })
+        .await
+        .map(|r| r.body)
+    }
+
+    async fn dry_run_update(&self, task: &Task, object: &Value) -> Result<Value, LiveError> {
+        let (_, collection) = self.target(task).await?;
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        let body = serde_json::to_vec(&object).map_err(|e| LiveError::Request(e.to_string()))?;
+        let params = PostParams {
+            dry_run: true,
+            field_manager: Some(self.field_manager.clone()),
+        };
+        let name = &task.manifest.id.name;
+        self.send(|| {
+            let req = Request::new(&collection)
+                .replace(name, &params, body.clone())
                 .map_err(|e| RequestError::Build(e.to_string()));
             async move { request::send(&self.client, req?, self.timeout).await }
         })

@@ -5,7 +5,7 @@
 //! | action | live object | change |
 //! |---|---|---|
 //! | apply | absent | `create`, the dry-run result as the diff |
-//! | apply | present | `change` when the dry-run result differs from it (without status and server-owned metadata), else `unchanged` |
+//! | apply | present | `server-side`: `change` when the dry-run apply result differs from it (without status and server-owned metadata), else `unchanged`. `cvo` ([`diff_with`]): the CVO's merge of it, dry-run as an UPDATE, with a note naming the manifest fields the CVO will not roll out |
 //! | create-only | absent / present | `create` / `unchanged` (an existing object is left alone) |
 //! | delete | present / absent | `delete` / `unchanged` |
 //! | wait (ClusterOperator) | absent / present | `create` (it is precreated) / `unchanged`, with a note on the versions it waits for |
@@ -219,7 +219,52 @@ fn versions_pending(manifest: &Value, live: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn one<C: LiveCluster>(cluster: &C, created: &Created, task: &Task) -> Entry {
+/// The `cvo` strategy's change for an apply task whose object exists: the CVO's merge of
+/// the live object, dry-run as an UPDATE for the server's defaulting, and a note naming the
+/// manifest fields the merge leaves at their live value.
+async fn cvo_change<C: LiveCluster>(cluster: &C, task: &Task, live: &Value) -> Entry {
+    let name = label(task);
+    let manifest = crate::cluster::body::request_body(&task.manifest.object, None);
+    let merged = match crate::merge::merge(
+        Some(live),
+        &manifest,
+        &crate::merge::ClusterConfig::default(),
+    ) {
+        Ok(crate::merge::Outcome::Update(v)) => Some(v),
+        Ok(_) => None,
+        Err(e) => return error(task, &LiveError::Request(e.to_string())),
+    };
+    let kept = crate::merge::rollout::kept_against_live(live, &manifest, merged.as_ref());
+    let note = (!kept.is_empty()).then(|| {
+        let parts: Vec<String> = kept
+            .iter()
+            .map(|k| format!("{} ({})", k.path, k.rule))
+            .collect();
+        format!("not rolled out by the CVO: {}", parts.join("; "))
+    });
+    let Some(merged) = merged else {
+        return entry(task, Change::Unchanged, note, String::new());
+    };
+    match cluster.dry_run_update(task, &merged).await {
+        Ok(after) if compare::same(live, &after) => {
+            entry(task, Change::Unchanged, note, String::new())
+        }
+        Ok(after) => entry(
+            task,
+            Change::Change,
+            note,
+            compare::render(Some(live), Some(&after), &name),
+        ),
+        Err(e) => error(task, &e),
+    }
+}
+
+async fn one<C: LiveCluster>(
+    cluster: &C,
+    created: &Created,
+    task: &Task,
+    strategy: crate::apply::ApplyStrategy,
+) -> Entry {
     if task.action == Action::Skip {
         return entry(task, Change::Skip, task.skip_reason.clone(), String::new());
     }
@@ -286,6 +331,9 @@ async fn one<C: LiveCluster>(cluster: &C, created: &Created, task: &Task) -> Ent
             ),
             Err(e) => unavailable(task, created, &e),
         },
+        (_, Some(l)) if strategy == crate::apply::ApplyStrategy::Cvo => {
+            cvo_change(cluster, task, &l).await
+        }
         (_, live) => match cluster.dry_run_apply(task).await {
             Ok(after) => match live {
                 None => entry(
@@ -312,9 +360,27 @@ async fn one<C: LiveCluster>(cluster: &C, created: &Created, task: &Task) -> Ent
 /// Compares every task of `plan` with the cluster, `concurrency` tasks at a time, and
 /// returns the entries in task order.
 pub async fn diff<C: LiveCluster>(cluster: &C, plan: &Plan, concurrency: usize) -> DiffReport {
+    diff_with(
+        cluster,
+        plan,
+        concurrency,
+        crate::apply::ApplyStrategy::ServerSide,
+    )
+    .await
+}
+
+/// [`diff`] in a chosen apply strategy. In `cvo`, an existing object's change is the CVO's
+/// merge of it (dry-run as an UPDATE), and the entry's note names the manifest fields the CVO
+/// will not roll out.
+pub async fn diff_with<C: LiveCluster>(
+    cluster: &C,
+    plan: &Plan,
+    concurrency: usize,
+    strategy: crate::apply::ApplyStrategy,
+) -> DiffReport {
     let created = Created::of(plan);
     let entries = futures::stream::iter(plan.tasks.iter())
-        .map(|t| one(cluster, &created, t))
+        .map(|t| one(cluster, &created, t, strategy))
         .buffered(concurrency.max(1))
         .collect()
         .await;

@@ -238,3 +238,58 @@ fn cluster_operator_notes_the_versions_it_waits_for() {
     );
     assert_eq!(r.entries[0].change, Change::Create);
 }
+
+#[test]
+fn cvo_strategy_shows_the_merge_and_names_what_is_not_rolled_out() {
+    let mut fake = Fake::default();
+    fake.namespaces.insert("ns".into());
+    let ds = |strategy: &str, image: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "namespace": "ns"},
+               "spec": {"selector": {"matchLabels": {"a": "b"}}, "updateStrategy": {"type": strategy},
+                        "template": {"spec": {"containers": [{"name": "c", "image": image}],
+                                              "dnsPolicy": "ClusterFirst", "terminationGracePeriodSeconds": 30}}}})
+    };
+    fake.live.insert("ds".into(), ds("OnDelete", "i"));
+    // A live ConfigMap with a key the manifest dropped: the CVO keeps it, so nothing changes.
+    fake.live.insert(
+        "c".into(),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns"}, "data": {"k": "1", "old": "x"}}),
+    );
+    let plan = build_from(
+        None,
+        vec![
+            manifest("0000_50_a_01.yaml", ds("RollingUpdate", "j")),
+            manifest("0000_50_a_02.yaml", cm("c", "1", json!({}))),
+        ],
+        &Filters::default(),
+        Mode::Updating,
+        0,
+    );
+    let cvo =
+        futures::executor::block_on(diff_with(&fake, &plan, 2, crate::apply::ApplyStrategy::Cvo));
+    assert_eq!(cvo.entries[0].change, Change::Change);
+    assert!(
+        cvo.entries[0]
+            .diff
+            .contains("-        image: i\n+        image: j\n"),
+        "{}",
+        cvo.entries[0].diff
+    );
+    assert!(
+        !cvo.entries[0].diff.contains("RollingUpdate"),
+        "{}",
+        cvo.entries[0].diff
+    );
+    assert_eq!(
+        cvo.entries[0].note.as_deref(),
+        Some(
+            "not rolled out by the CVO: spec.updateStrategy (the CVO never updates this DaemonSet field)"
+        )
+    );
+    assert_eq!(cvo.entries[1].change, Change::Unchanged);
+    // The server-side strategy would remove the key and switch the strategy.
+    let ssa = futures::executor::block_on(diff(&fake, &plan, 2));
+    assert_eq!(ssa.entries[1].change, Change::Change);
+    assert!(ssa.entries[0].diff.contains("RollingUpdate"));
+}

@@ -15,6 +15,7 @@
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
 //! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
 //! | `invalid-delete-annotation` | [`delete_annotation`] | error |
+//! | `not-rolled-out` | [`not_rolled_out`] | warning (with `--previous`) |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
@@ -23,6 +24,7 @@ pub mod delete_annotation;
 pub mod delete_before_user;
 pub mod duplicates;
 pub mod namespace_order;
+pub mod not_rolled_out;
 pub mod report;
 pub mod schema;
 pub mod tombstones;
@@ -89,6 +91,8 @@ pub enum Rule {
     Schema,
     /// A `release.openshift.io/delete` value other than `"true"`.
     InvalidDeleteAnnotation,
+    /// A field changed since the previous payload that the CVO's merge never writes.
+    NotRolledOut,
 }
 
 impl Rule {
@@ -109,6 +113,7 @@ impl Rule {
             Rule::VersionPlaceholder => "version-placeholder",
             Rule::Schema => "schema",
             Rule::InvalidDeleteAnnotation => "invalid-delete-annotation",
+            Rule::NotRolledOut => "not-rolled-out",
         }
     }
 }
@@ -311,6 +316,7 @@ pub fn lint(cx: &Context) -> Vec<Finding> {
     findings.extend(duplicates::check(cx));
     findings.extend(cluster_operators::check(cx));
     findings.extend(delete_annotation::check(cx));
+    findings.extend(not_rolled_out::check(cx));
     sort(&mut findings);
     findings
 }

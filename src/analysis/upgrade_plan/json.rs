@@ -39,6 +39,13 @@ fn entry(up: &UpgradePlan, e: &Entry, diff: bool) -> Value {
         "new": new,
         "old": old,
     });
+    if !e.not_rolled_out.is_empty() {
+        v["notRolledOut"] = e
+            .not_rolled_out
+            .iter()
+            .map(|k| json!({"path": k.path, "rule": k.rule}))
+            .collect();
+    }
     if diff {
         let d = up.diff(e);
         if !d.is_empty() {

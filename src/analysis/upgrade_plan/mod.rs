@@ -4,8 +4,8 @@
 //! | change | meaning |
 //! |---|---|
 //! | `created` | NEW applies an object OLD did not apply |
-//! | `updated` | both apply it and the documents differ |
-//! | `unchanged` | both apply it with the same content |
+//! | `updated` | both apply it, the documents differ, and the CVO's merge writes the change |
+//! | `unchanged` | both apply it with the same content, or the CVO's merge writes none of the differences: "unchanged (not rolled out)", with the fields it keeps |
 //! | `deleted` | NEW has a delete manifest for it |
 //! | `orphaned` | OLD applied it, NEW neither applies nor deletes it: the CVO leaves it behind |
 //! | `tombstone-dropped` | OLD only deleted it and NEW no longer mentions it: nothing happens |
@@ -26,6 +26,7 @@ use super::objects::{mask_secret_pair, same_content, unified_diff};
 use super::placement::{Placement, Placements};
 use crate::filter::Filters;
 use crate::manifest::{Manifest, ObjectId};
+use crate::merge::rollout::{self, NotRolledOut};
 use crate::payload::Payload;
 use crate::plan::{self, Action, Mode, Plan};
 
@@ -35,9 +36,10 @@ use crate::plan::{self, Action, Mode, Plan};
 pub enum Change {
     /// Only NEW applies it.
     Created,
-    /// Both apply it; the content differs.
+    /// Both apply it; the content differs and the CVO writes the change.
     Updated,
-    /// Both apply it with the same content.
+    /// Both apply it with the same content, or with differences the CVO never writes (see
+    /// [`Entry::not_rolled_out`]).
     Unchanged,
     /// NEW deletes it.
     Deleted,
@@ -89,6 +91,9 @@ pub struct Entry {
     pub placement: Option<Placement>,
     /// The OLD document it is compared with (or that is left behind).
     pub old: Option<Manifest>,
+    /// Differences between OLD and NEW that the CVO's merge does not write (for `updated`
+    /// and `unchanged` objects); a merge error is reported as one entry with an empty path.
+    pub not_rolled_out: Vec<NotRolledOut>,
 }
 
 /// The upgrade plan.
@@ -155,6 +160,29 @@ fn counterpart<'a>(candidates: &[&'a Manifest], new: &Manifest) -> Option<&'a Ma
         .copied()
 }
 
+/// Whether the CVO writes NEW's change to an object OLD applied, and the differences it
+/// keeps at OLD's value. A create-only object is never written. A manifest the merge fails on
+/// counts as written, with the error as the one kept "field".
+fn cvo_writes(old: &Manifest, t: &plan::Task) -> (bool, Vec<NotRolledOut>) {
+    if t.action == Action::CreateOnly {
+        let kept = NotRolledOut {
+            path: String::new(),
+            rule: "create-only objects are never updated".into(),
+        };
+        return (false, vec![kept]);
+    }
+    match rollout::compare(&old.object, &t.manifest.object) {
+        Ok(r) => (r.written, r.not_rolled_out),
+        Err(e) => (
+            true,
+            vec![NotRolledOut {
+                path: String::new(),
+                rule: e.to_string(),
+            }],
+        ),
+    }
+}
+
 /// Builds the upgrade plan of two payloads loaded with `filters`.
 #[must_use]
 pub fn build(old: &Payload, new: &Payload, filters: &Filters) -> UpgradePlan {
@@ -169,13 +197,23 @@ pub fn build(old: &Payload, new: &Payload, filters: &Filters) -> UpgradePlan {
         let id = &t.manifest.id;
         let olds = old_applied.get(id).map(Vec::as_slice).unwrap_or_default();
         let matched = counterpart(olds, &t.manifest);
+        let mut not_rolled_out = Vec::new();
         let change = if t.action == Action::Delete {
             Change::Deleted
         } else {
             match matched {
                 None => Change::Created,
                 Some(o) if same_content(&o.object, &t.manifest.object) => Change::Unchanged,
-                Some(_) => Change::Updated,
+                Some(_) if t.action == Action::Wait => Change::Updated,
+                Some(o) => {
+                    let (written, kept) = cvo_writes(o, t);
+                    not_rolled_out = kept;
+                    if written {
+                        Change::Updated
+                    } else {
+                        Change::Unchanged
+                    }
+                }
             }
         };
         let old_doc =
@@ -185,6 +223,7 @@ pub fn build(old: &Payload, new: &Payload, filters: &Filters) -> UpgradePlan {
             id: id.clone(),
             placement: Some(placements.of(&plan, t.id)),
             old: old_doc.cloned(),
+            not_rolled_out,
         });
     }
     let in_new: BTreeSet<&ObjectId> = plan.tasks.iter().map(|t| &t.manifest.id).collect();
@@ -203,6 +242,7 @@ pub fn build(old: &Payload, new: &Payload, filters: &Filters) -> UpgradePlan {
             id: m.id.clone(),
             placement: None,
             old: Some(doc.clone()),
+            not_rolled_out: Vec::new(),
         });
     }
     UpgradePlan {

@@ -22,7 +22,18 @@ pub fn summary(up: &UpgradePlan) -> String {
     let parts: Vec<String> = up
         .counts()
         .into_iter()
-        .map(|(c, n)| format!("{n} {c}"))
+        .map(|(c, n)| {
+            let kept = up
+                .entries
+                .iter()
+                .filter(|e| e.change == c && c == Change::Unchanged && !e.not_rolled_out.is_empty())
+                .count();
+            if kept > 0 {
+                format!("{n} {c} ({kept} not rolled out)")
+            } else {
+                format!("{n} {c}")
+            }
+        })
         .collect();
     format!("{} objects: {}", up.entries.len(), parts.join(", "))
 }
@@ -53,7 +64,8 @@ pub fn text(up: &UpgradePlan, options: Options) -> String {
     };
     let width = plan.tasks.len().to_string().len();
     let shown = |t: usize| {
-        !options.changed_only || up.entries[entry_of_task[t]].change != Change::Unchanged
+        let e = &up.entries[entry_of_task[t]];
+        !options.changed_only || e.change != Change::Unchanged || !e.not_rolled_out.is_empty()
     };
     for (s, nodes) in stages(plan).iter().enumerate() {
         let tasks: Vec<usize> = nodes
@@ -91,7 +103,19 @@ pub fn text(up: &UpgradePlan, options: Options) -> String {
             );
             for t in node_tasks {
                 let e = &up.entries[entry_of_task[t]];
-                let _ = writeln!(out, "{}", task_row(plan, t, width, Some(e.change.name())));
+                let change = if e.change == Change::Unchanged && !e.not_rolled_out.is_empty() {
+                    "unchanged (not rolled out)"
+                } else {
+                    e.change.name()
+                };
+                let _ = writeln!(out, "{}", task_row(plan, t, width, Some(change)));
+                for k in &e.not_rolled_out {
+                    if k.path.is_empty() {
+                        let _ = writeln!(out, "        not rolled out: {}", k.rule);
+                    } else {
+                        let _ = writeln!(out, "        not rolled out: {}: {}", k.path, k.rule);
+                    }
+                }
                 if options.diff && e.change == Change::Updated {
                     for line in up.diff(e).lines() {
                         let _ = writeln!(out, "        {line}");

@@ -136,6 +136,9 @@ impl ClusterRunner {
             Ok(r) => r,
             Err(done) => return Ok(done),
         };
+        if self.options.strategy == super::ApplyStrategy::Cvo {
+            return self.apply_cvo(ctx, task, &resolved).await;
+        }
         let ns = self.namespace_for(task, &resolved);
         let collection = resolved.url_path(ns.as_deref());
         let name = task.manifest.id.name.as_str();
@@ -281,7 +284,7 @@ impl ClusterRunner {
     }
 
     /// Waits until the applied CRD `name` is Established, then serves its kinds.
-    async fn established(
+    pub(super) async fn established(
         &self,
         ctx: &TaskContext,
         name: &str,

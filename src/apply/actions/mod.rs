@@ -3,6 +3,7 @@
 //! dispatches on the task's action to its module:
 //!
 //! - [`apply`]: server-side apply, create-only, and the wait for a CRD to be `Established`;
+//! - [`cvo`]: the apply action in the default `cvo` strategy (GET, the CVO's merge, UPDATE);
 //! - [`delete`]: deletes and the tracking of deletions held by finalizers;
 //! - [`operator_wait`]: the ClusterOperator wait and the precreation pass.
 //!
@@ -11,6 +12,7 @@
 //! create (the retry in `run_task`).
 
 pub mod apply;
+pub mod cvo;
 pub mod delete;
 pub mod operator_wait;
 
@@ -49,6 +51,22 @@ pub struct RunnerOptions {
     pub request_timeout: Duration,
     /// Retries of transient errors.
     pub retry: RetryPolicy,
+    /// How objects are written: the CVO's GET, merge and UPDATE (the default), or one
+    /// server-side apply.
+    pub strategy: ApplyStrategy,
+    /// What the `cvo` strategy's pre-merge steps read (owner reference, proxy, TLS profile).
+    pub cluster_config: crate::merge::ClusterConfig,
+}
+
+/// How the apply action writes an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApplyStrategy {
+    /// GET, the CVO's per-kind merge, UPDATE only when the merge changed something
+    /// ([`cvo`]).
+    #[default]
+    Cvo,
+    /// One forced server-side apply PATCH with the run's field manager.
+    ServerSide,
 }
 
 impl Default for RunnerOptions {
@@ -61,6 +79,8 @@ impl Default for RunnerOptions {
             crd_timeout: Duration::from_secs(60),
             request_timeout: Duration::from_secs(60),
             retry: RetryPolicy::default(),
+            strategy: ApplyStrategy::default(),
+            cluster_config: crate::merge::ClusterConfig::default(),
         }
     }
 }
