@@ -2,8 +2,6 @@
 //! an object the cluster runs that the update moves under a disabled capability keeps being
 //! applied, as the CVO does, and the capability is named.
 
-
-
 use std::path::Path;
 
 use crate::support::cli::minicvo;

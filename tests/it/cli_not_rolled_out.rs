@@ -1,8 +1,6 @@
 //! `lint --previous` (`not-rolled-out`) and `upgrade-plan` on a payload pair whose changes the
 //! CVO's merge mostly does not write (`tests/rollout_payloads/`).
 
-
-
 use crate::support::cli::minicvo;
 
 const OLD: &str = "tests/rollout_payloads/old";

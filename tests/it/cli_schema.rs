@@ -1,8 +1,6 @@
 //! `minicvo lint` with offline schema validation: a payload with typos the API server would
 //! refuse, as text (snapshot) and as JSON, and the flags that choose the schemas.
 
-
-
 use crate::support::cli::minicvo;
 
 const TYPOS: &str = "tests/schema_payloads/typos";
@@ -62,7 +60,9 @@ fn crds_from_a_directory_check_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let rm = dir.path().join("release-manifests");
     std::fs::create_dir(&rm).unwrap();
-    let src = crate::support::cli::root().join(TYPOS).join("release-manifests");
+    let src = crate::support::cli::root()
+        .join(TYPOS)
+        .join("release-manifests");
     for f in [
         "0000_20_app_00_namespace.yaml",
         "0000_30_app_00_widget.yaml",
