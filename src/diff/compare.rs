@@ -40,7 +40,10 @@ fn mask_last_applied(object: &mut Value) {
 #[must_use]
 pub fn render(live: Option<&Value>, after: Option<&Value>, label: &str) -> String {
     let live = live.map(normalize);
-    let after = after.map(normalize);
+    let mut after = after.map(normalize);
+    if let (Some(l), Some(a)) = (&live, &mut after) {
+        align_key_order(l, a);
+    }
     let (mut live, mut after) = mask_secret_pair(live.as_ref(), after.as_ref());
     for side in [&mut live, &mut after].into_iter().flatten() {
         if is_secret(side) {
@@ -55,10 +58,43 @@ pub fn render(live: Option<&Value>, after: Option<&Value>, label: &str) -> Strin
     )
 }
 
+/// Reorders the keys of every object in `after` to follow `live` where both have them (keys
+/// only `after` has come last, in their order), so that a different key order, which means
+/// nothing in JSON, never shows as a change in the text diff.
+fn align_key_order(live: &Value, after: &mut Value) {
+    match (live, after) {
+        (Value::Object(l), Value::Object(a)) => {
+            let mut old = std::mem::take(a);
+            for (k, lv) in l {
+                if let Some(mut av) = old.remove(k) {
+                    align_key_order(lv, &mut av);
+                    a.insert(k.clone(), av);
+                }
+            }
+            a.extend(old);
+        }
+        (Value::Array(l), Value::Array(a)) => {
+            for (lv, av) in l.iter().zip(a.iter_mut()) {
+                align_key_order(lv, av);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_different_key_order_is_no_change() {
+        let live = json!({"kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"},
+                          "data": {"x": "1", "y": "2"}});
+        let after = json!({"data": {"y": "2", "x": "1"}, "kind": "ConfigMap",
+                           "metadata": {"namespace": "ns", "name": "a"}});
+        assert_eq!(render(Some(&live), Some(&after), "ConfigMap ns/a"), "");
+    }
 
     #[test]
     fn server_owned_fields_and_status_do_not_count() {
