@@ -63,9 +63,10 @@ pub struct RunnerOptions {
 pub enum ApplyStrategy {
     /// GET, the CVO's per-kind merge, UPDATE only when the merge changed something
     /// ([`cvo`]).
-    #[default]
     Cvo,
-    /// One forced server-side apply PATCH with the run's field manager.
+    /// One forced server-side apply PATCH with the run's field manager (the default until the
+    /// `cvo` strategy passes the openshift-multi upgrade).
+    #[default]
     ServerSide,
 }
 
