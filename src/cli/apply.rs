@@ -309,6 +309,15 @@ fn failure_line(r: &ApplyReport) -> Option<String> {
             }
         ));
     }
+    if let Some(cv) = &r.cluster_version
+        && cv != "recorded"
+        && cv != "not served"
+    {
+        parts.push(format!(
+            "clusterversion {}: {cv}",
+            engine::clusterversion::NAME
+        ));
+    }
     Some(parts.join("; "))
 }
 

@@ -39,6 +39,7 @@ use super::events::{ApplyEvent, ApplyObserver, EventKind};
 use super::report::TaskFailure;
 use crate::cluster::discovery::Discovery;
 use crate::cluster::request::{self, RequestError};
+use crate::cluster::retry::{RetryPolicy, retry};
 use crate::cluster::watch;
 
 /// The CRD that makes a cluster serve ClusterVersions.
@@ -187,7 +188,7 @@ async fn run(
     // Progress not yet written (held back by the write interval).
     let mut dirty = false;
     if let Some(url) = served(&discovery).await {
-        match begin(&client, &url, &o).await {
+        match retrying(|| begin(&client, &url, &o)).await {
             Ok(r) => rec = Some(r),
             Err(e) => error = Some(e.to_string()),
         }
@@ -221,7 +222,7 @@ async fn run(
                 if rec.is_none()
                     && let Some(url) = served(&discovery).await
                 {
-                    match begin(&client, &url, &o).await {
+                    match retrying(|| begin(&client, &url, &o)).await {
                         Ok(r) => {
                             rec = Some(r);
                             error = None;
@@ -260,6 +261,26 @@ async fn run(
             }
         }
     }
+}
+
+/// Runs `op` again on a transient error (5xx, 429, timeouts, broken connections) with the
+/// run's default backoff, as every other request of a run is retried; a permanent error (a
+/// 422 from a CRD that refuses the status, a 403) is returned at once.
+async fn retrying<T, Fut>(op: impl FnMut() -> Fut) -> Result<T, RequestError>
+where
+    Fut: std::future::Future<Output = Result<T, RequestError>>,
+{
+    let never = tokio_util::sync::CancellationToken::new();
+    retry(
+        &RetryPolicy::default(),
+        &never,
+        |_, _| false,
+        |n, delay, e| tracing::debug!("clusterversion {NAME}: retry {n} in {delay:?}: {e}"),
+        op,
+    )
+    .await
+    .map(|(v, _)| v)
+    .map_err(|x| x.error)
 }
 
 /// The ClusterVersion collection URL when the kind is served.
@@ -334,42 +355,47 @@ async fn write(
         return Ok(());
     }
     // The CVO's write: the whole object PUT to `/status` (a merge patch cannot carry the
-    // `null`s the CRD requires). A conflict re-reads and tries once more.
+    // `null`s the CRD requires). A conflict or a transient error reads again and retries.
     let params = PostParams {
         field_manager: Some(o.field_manager.clone()),
         ..PostParams::default()
     };
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let Some(mut object) = watch::get(client, &rec.url, NAME, o.request_timeout).await? else {
-            return Err(RequestError::Build(format!(
-                "clusterversion {NAME} disappeared during the run"
-            )));
-        };
-        object["status"] = status.clone();
-        let body = serde_json::to_vec(&object).map_err(|e| RequestError::Build(e.to_string()))?;
-        let build = |sub: bool| {
-            let r = Request::new(&rec.url);
-            if sub {
-                r.replace_subresource("status", NAME, &params, body.clone())
-            } else {
-                r.replace(NAME, &params, body.clone())
-            }
-            .map_err(|e| RequestError::Build(e.to_string()))
-        };
-        let result = match request::send(client, build(true)?, o.request_timeout).await {
-            // No status subresource: the status is part of the object.
-            Err(e) if e.is(404) => request::send(client, build(false)?, o.request_timeout).await,
-            r => r,
-        };
-        match result {
-            Ok(_) => break,
-            Err(e) if e.is(409) && attempt < 3 => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let url = rec.url.clone();
+    retrying(|| put_status(client, &url, &params, &status, o)).await?;
     rec.status = status;
     rec.last_write = Some(Instant::now());
     Ok(())
+}
+
+/// One read of the object and one PUT of `status` into it (a 409 from a concurrent writer is
+/// transient, so [`retrying`] reads again).
+async fn put_status(
+    client: &Client,
+    url: &str,
+    params: &PostParams,
+    status: &Value,
+    o: &RecorderOptions,
+) -> Result<(), RequestError> {
+    let Some(mut object) = watch::get(client, url, NAME, o.request_timeout).await? else {
+        return Err(RequestError::Build(format!(
+            "clusterversion {NAME} disappeared during the run"
+        )));
+    };
+    object["status"] = status.clone();
+    let body = serde_json::to_vec(&object).map_err(|e| RequestError::Build(e.to_string()))?;
+    let build = |sub: bool| {
+        let r = Request::new(url);
+        if sub {
+            r.replace_subresource("status", NAME, params, body.clone())
+        } else {
+            r.replace(NAME, params, body.clone())
+        }
+        .map_err(|e| RequestError::Build(e.to_string()))
+    };
+    let result = match request::send(client, build(true)?, o.request_timeout).await {
+        // No status subresource: the status is part of the object.
+        Err(e) if e.is(404) => request::send(client, build(false)?, o.request_timeout).await,
+        r => r,
+    };
+    result.map(|_| ())
 }
