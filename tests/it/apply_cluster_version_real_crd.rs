@@ -5,12 +5,8 @@
 use crate::support::fault::plane;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 
 const INCLUDE: &str = "    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
@@ -39,30 +35,6 @@ fn payload(dir: &Path, broken: bool) -> PathBuf {
         .unwrap();
     }
     dir.to_path_buf()
-}
-
-async fn install_real_crd(client: &Client) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../shared/payloads/openshift-multi/release-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-    );
-    let crd: CustomResourceDefinition =
-        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let name = crd.metadata.name.clone().unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &name,
-        &PatchParams::apply("cv-test").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        await_condition(crds, &name, conditions::is_crd_established()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
 }
 
 struct Run {
@@ -126,11 +98,7 @@ fn t(s: &str, r: &str, m: &str) -> (String, String, String) {
 }
 
 fn kubectl_line(plane: &plane::Plane) -> String {
-    let pid = std::fs::read_to_string(plane.dir.join("kube-apiserver.pid")).unwrap();
-    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap();
-    let arg0 = cmdline.split(|&b| b == 0).next().unwrap();
-    let kubectl = Path::new(std::str::from_utf8(arg0).unwrap()).with_file_name("kubectl");
-    let out = std::process::Command::new(kubectl)
+    let out = std::process::Command::new(plane.kubectl())
         .arg("--kubeconfig")
         .arg(plane.kubeconfig())
         .args(["get", "clusterversion", "version", "--no-headers"])
@@ -148,7 +116,11 @@ fn kubectl_line(plane: &plane::Plane) -> String {
 async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clusterversion() {
     let plane = plane::Plane::start();
     let client = plane.client().await;
-    install_real_crd(&client).await;
+    crate::support::install_corpus_crd(
+        &client,
+        "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+    )
+    .await;
     let kc = plane.kubeconfig();
     let tmp = tempfile::tempdir().unwrap();
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");

@@ -8,14 +8,8 @@
 use crate::support::fault::plane;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::json;
 
 fn write_payload(dir: &Path) -> PathBuf {
@@ -27,30 +21,6 @@ fn write_payload(dir: &Path) -> PathBuf {
     )
     .unwrap();
     dir.to_path_buf()
-}
-
-async fn install_real_crd(client: &Client) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../shared/payloads/openshift-multi/release-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-    );
-    let crd: CustomResourceDefinition =
-        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let name = crd.metadata.name.clone().unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &name,
-        &PatchParams::apply("mode-test").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        await_condition(crds, &name, conditions::is_crd_established()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
 }
 
 /// `minicvo apply --dry-run server` (nothing written), returning its stderr.
@@ -98,7 +68,11 @@ async fn apply_takes_its_mode_from_the_clusterversion_history() {
         "{e}"
     );
 
-    install_real_crd(&client).await;
+    crate::support::install_corpus_crd(
+        &client,
+        "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+    )
+    .await;
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
     let api: Api<DynamicObject> = Api::all_with(
         client.clone(),

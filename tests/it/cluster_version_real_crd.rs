@@ -8,15 +8,10 @@
 use crate::support::fault::plane;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use minicvo::cvo::capabilities::CapabilityStatus;
 use minicvo::cvo::error::{ApiErrorClass, summarize, task_error};
 use minicvo::cvo::health::{self, OperandVersion};
@@ -32,32 +27,6 @@ const VARIANTS: [&str; 5] = [
     "DevPreviewNoUpgrade",
     "CustomNoUpgrade",
 ];
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/payloads/openshift-multi/release-manifests")
-}
-
-async fn install_crd(client: &Client, file: &str) {
-    let text = std::fs::read_to_string(corpus().join(file)).unwrap();
-    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
-    let name = crd.metadata.name.clone().unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &name,
-        &PatchParams::apply("cvo-status-test").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("installing {file}: {e}"));
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        await_condition(crds, &name, conditions::is_crd_established()),
-    )
-    .await
-    .expect("CRD established within 60 s")
-    .unwrap();
-}
 
 fn cluster_versions(client: &Client) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
@@ -164,7 +133,7 @@ async fn create_version(api: &Api<DynamicObject>) {
 
 /// The check can fail: the real CRD rejects the status minicvo used to write.
 async fn rejects_a_status_missing_required_fields(client: &Client, api: &Api<DynamicObject>) {
-    install_crd(
+    crate::support::install_corpus_crd(
         client,
         "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
     )
@@ -189,14 +158,6 @@ async fn rejects_a_status_missing_required_fields(client: &Client, api: &Api<Dyn
     }
 }
 
-fn kubectl(plane: &plane::Plane) -> PathBuf {
-    // The plane's kube-apiserver runs from the test plane's bin dir, next to kubectl.
-    let pid = std::fs::read_to_string(plane.dir.join("kube-apiserver.pid")).unwrap();
-    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap();
-    let arg0 = cmdline.split(|&b| b == 0).next().unwrap();
-    Path::new(std::str::from_utf8(arg0).unwrap()).with_file_name("kubectl")
-}
-
 #[tokio::test]
 async fn cvo_status_is_stored_unchanged_by_every_real_clusterversion_crd() {
     let plane = plane::Plane::start();
@@ -211,7 +172,7 @@ async fn cvo_status_is_stored_unchanged_by_every_real_clusterversion_crd() {
     let statuses = statuses(&hash);
     rejects_a_status_missing_required_fields(&client, &api).await;
     for variant in VARIANTS {
-        install_crd(
+        crate::support::install_corpus_crd(
             &client,
             &format!("0000_00_cluster-version-operator_01_clusterversions-{variant}.crd.yaml"),
         )
@@ -227,7 +188,7 @@ async fn cvo_status_is_stored_unchanged_by_every_real_clusterversion_crd() {
     // Available True from the install, Progressing True with the CVO's message.
     let stuck = &statuses[3];
     put_status(&api, stuck).await;
-    let out = std::process::Command::new(kubectl(&plane))
+    let out = std::process::Command::new(plane.kubectl())
         .arg("--kubeconfig")
         .arg(plane.kubeconfig())
         .args(["get", "clusterversion", "version", "--no-headers"])
@@ -251,7 +212,7 @@ async fn cvo_status_is_stored_unchanged_by_every_real_clusterversion_crd() {
         "{line}"
     );
     put_status(&api, &statuses[1]).await;
-    let out = std::process::Command::new(kubectl(&plane))
+    let out = std::process::Command::new(plane.kubectl())
         .arg("--kubeconfig")
         .arg(plane.kubeconfig())
         .args(["get", "clusterversion", "version", "--no-headers"])

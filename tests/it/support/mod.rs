@@ -66,6 +66,38 @@ pub fn corpus(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// Installs the real CRD `file` of `openshift-multi/release-manifests` under its real name
+/// (server-side apply, forced) and waits until it is Established. Only for private planes or
+/// kinds no other test stands in for: CRDs are cluster-wide.
+///
+/// # Panics
+/// If the file cannot be read or the CRD is not Established within 60 s.
+pub async fn install_corpus_crd(client: &Client, file: &str) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    use kube::runtime::wait::{await_condition, conditions};
+    let path = corpus("openshift-multi/release-manifests").join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
+    let name = crd.metadata.name.clone().unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &name,
+        &PatchParams::apply("minicvo-test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("installing {file}: {e}"));
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await
+    .expect("CRD established within 60 s")
+    .unwrap();
+}
+
 /// A client for the unprivileged `alice` context of `$MINICVO_TEST_KUBECONFIG`.
 ///
 /// # Panics

@@ -65,6 +65,15 @@ impl Plane {
         }
     }
 
+    /// The kubectl of the test plane's bin dir (the one this plane's kube-apiserver runs from).
+    pub fn kubectl(&self) -> PathBuf {
+        // The plane's kube-apiserver runs from the test plane's bin dir, next to kubectl.
+        let pid = std::fs::read_to_string(self.dir.join("kube-apiserver.pid")).unwrap();
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap();
+        let arg0 = cmdline.split(|&b| b == 0).next().unwrap();
+        Path::new(std::str::from_utf8(arg0).unwrap()).with_file_name("kubectl")
+    }
+
     /// The admin kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.join("kubeconfig")
