@@ -7,8 +7,10 @@
 //!   typed API hides, and typed errors that keep the server's `Status` code, reason and
 //!   details (never matched on message text).
 //! - [`retry`]: transient vs permanent errors, bounded backoff with jitter.
-//! - [`watch`]: the one watch mechanism: wait for one object to reach a state, bounded by a
-//!   deadline and a cancellation token.
+//! - [`watch`]: wait for one object to reach a state, bounded by a deadline and a
+//!   cancellation token.
+//! - [`list_watch`]: following a whole collection (list, then watch, re-list on expiry), for
+//!   the simulator.
 //! - [`discovery`]: kind → resource and scope, cached; CRDs established in the run are served
 //!   from their spec.
 //! - [`body`]: what is sent for a manifest, and the one normalisation of server-owned fields
@@ -17,6 +19,7 @@
 pub mod body;
 pub mod client;
 pub mod discovery;
+pub mod list_watch;
 pub mod request;
 pub mod retry;
 pub mod watch;

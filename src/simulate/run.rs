@@ -2,19 +2,18 @@
 //! operator's status when its workloads carry the payload's template and its script's delay
 //! has passed.
 //!
-//! One list+watch per kind, cluster-wide (three watches for any number of operators). A
-//! broken watch is re-listed after a short pause, so a ClusterOperator CRD that does not
+//! One list+watch per kind, cluster-wide (three watches for any number of operators), with
+//! [`crate::cluster::list_watch`]. A broken watch is re-listed after a short pause, so a ClusterOperator CRD that does not
 //! exist yet (an install that creates it) is picked up within half a second of appearing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures::StreamExt as _;
 use futures::stream::{BoxStream, SelectAll};
-use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::runtime::watcher::{self, Event};
-use kube::{Client, ResourceExt as _};
+use kube::{Client, Resource as _};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -22,13 +21,12 @@ use tokio_util::sync::CancellationToken;
 use super::operators::{OperatorSpec, rolled_out, template_updated};
 use super::script::{Report, Scripts};
 use super::status::{already_reported, status_for, summary};
+use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::manifest::ObjectId;
 
 /// The field manager of the simulator's status writes.
 pub const FIELD_MANAGER: &str = "minicvo-simulator";
 
-/// Pause before re-listing after a watch error.
-const WATCH_RETRY: Duration = Duration::from_millis(500);
 /// Pause before writing again after a failed status write.
 const WRITE_RETRY: Duration = Duration::from_secs(1);
 
@@ -205,22 +203,30 @@ impl Watched {
     }
 }
 
-type Item = (Watched, Result<Event<DynamicObject>, watcher::Error>);
+type Item = (Watched, CollectionEvent);
 
+/// Follows one collection with the cluster layer's list+watch.
 fn watch(client: &Client, which: Watched, ar: &ApiResource) -> BoxStream<'static, Item> {
-    let api = Api::<DynamicObject>::all_with(client.clone(), ar);
-    watcher::watcher(api, watcher::Config::default())
-        .into_stream()
-        .then(move |r| async move {
-            if r.is_err() {
-                tokio::time::sleep(WATCH_RETRY).await;
-            }
-            (which, r)
-        })
+    let collection = DynamicObject::url_path(ar, None);
+    list_watch(client.clone(), collection)
+        .map(move |e| (which, e))
         .boxed()
 }
 
-fn object_id(kind: &str, o: &DynamicObject) -> ObjectId {
+fn name_of(o: &Value) -> String {
+    o.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn namespace_of(o: &Value) -> Option<String> {
+    o.pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn object_id(kind: &str, o: &Value) -> ObjectId {
     ObjectId {
         group: if kind == "ClusterOperator" {
             "config.openshift.io".into()
@@ -228,8 +234,8 @@ fn object_id(kind: &str, o: &DynamicObject) -> ObjectId {
             "apps".into()
         },
         kind: kind.into(),
-        namespace: o.namespace(),
-        name: o.name_any(),
+        namespace: namespace_of(o),
+        name: name_of(o),
     }
 }
 
@@ -257,8 +263,6 @@ struct Loop {
     operators_live: HashMap<String, Value>,
     operator_seen: HashMap<String, String>,
     state: Vec<OpState>,
-    /// Objects listed since the last `Init`, per stream.
-    relist: HashMap<Watched, HashSet<String>>,
     summary: SimSummary,
     interesting: HashSet<ObjectId>,
 }
@@ -282,7 +286,7 @@ impl Loop {
             .map(|w| &w.template)
     }
 
-    fn on_workload(&mut self, kind: &str, event: Option<DynamicObject>, deleted: Option<ObjectId>) {
+    fn on_workload(&mut self, kind: &str, event: Option<Value>, deleted: Option<ObjectId>) {
         if let Some(id) = deleted {
             if self.workloads.remove(&id).is_some() {
                 self.workload_seen.remove(&id);
@@ -290,12 +294,11 @@ impl Loop {
             }
             return;
         }
-        let Some(o) = event else { return };
-        let id = object_id(kind, &o);
+        let Some(v) = event else { return };
+        let id = object_id(kind, &v);
         if !self.interesting.contains(&id) {
             return;
         }
-        let v = serde_json::to_value(&o).unwrap_or(Value::Null);
         let generation = v
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -315,18 +318,17 @@ impl Loop {
         self.workloads.insert(id, v);
     }
 
-    fn on_operator(&mut self, event: Option<DynamicObject>, deleted: Option<String>) {
+    fn on_operator(&mut self, event: Option<Value>, deleted: Option<String>) {
         if let Some(name) = deleted {
             self.operators_live.remove(&name);
             self.operator_seen.remove(&name);
             return;
         }
-        let Some(o) = event else { return };
-        let name = o.name_any();
+        let Some(v) = event else { return };
+        let name = name_of(&v);
         if !self.operators.iter().any(|op| op.name == name) {
             return;
         }
-        let v = serde_json::to_value(&o).unwrap_or(Value::Null);
         // Our own write's answer may be newer than a watch event still in flight.
         let rv = |v: &Value| {
             v.pointer("/metadata/resourceVersion")
@@ -349,30 +351,22 @@ impl Loop {
         self.operators_live.insert(name, v);
     }
 
-    fn handle(&mut self, (which, r): Item) {
-        let event = match r {
-            Ok(e) => e,
-            Err(e) => {
+    fn handle(&mut self, (which, event): Item) {
+        match event {
+            CollectionEvent::Failed(e) => {
                 self.emit(SimEventKind::WatchFailed {
                     kind: which.name().into(),
                     error: e.to_string(),
                 });
-                return;
             }
-        };
-        let key =
-            |o: &DynamicObject| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any());
-        match event {
-            Event::Init => {
-                self.relist.insert(which, HashSet::new());
-            }
-            Event::InitApply(o) => {
-                self.relist.entry(which).or_default().insert(key(&o));
-                self.apply(which, o);
-            }
-            Event::InitDone => {
+            CollectionEvent::Listed(items) => {
+                let key =
+                    |o: &Value| format!("{}/{}", namespace_of(o).unwrap_or_default(), name_of(o));
+                let listed: HashSet<String> = items.iter().map(key).collect();
+                for o in items {
+                    self.apply(which, o);
+                }
                 // Whatever was known but not listed again is gone.
-                let listed = self.relist.remove(&which).unwrap_or_default();
                 match which {
                     Watched::ClusterOperator => {
                         let gone: Vec<String> = self
@@ -405,9 +399,9 @@ impl Loop {
                     }
                 }
             }
-            Event::Apply(o) => self.apply(which, o),
-            Event::Delete(o) => match which {
-                Watched::ClusterOperator => self.on_operator(None, Some(o.name_any())),
+            CollectionEvent::Applied(o) => self.apply(which, o),
+            CollectionEvent::Deleted(o) => match which {
+                Watched::ClusterOperator => self.on_operator(None, Some(name_of(&o))),
                 _ => {
                     let id = object_id(which.name(), &o);
                     self.on_workload(which.name(), None, Some(id));
@@ -416,7 +410,7 @@ impl Loop {
         }
     }
 
-    fn apply(&mut self, which: Watched, o: DynamicObject) {
+    fn apply(&mut self, which: Watched, o: Value) {
         match which {
             Watched::ClusterOperator => self.on_operator(Some(o), None),
             _ => self.on_workload(which.name(), Some(o), None),
@@ -580,7 +574,6 @@ async fn run(
         operators_live: HashMap::new(),
         operator_seen: HashMap::new(),
         state: (0..n).map(|_| OpState::default()).collect(),
-        relist: HashMap::new(),
         summary: SimSummary::default(),
         interesting,
     };
