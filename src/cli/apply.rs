@@ -97,7 +97,7 @@ pub struct ApplyArgs {
     #[arg(
         long,
         value_enum,
-        default_value = "server-side",
+        default_value = "cvo",
         value_name = "STRATEGY"
     )]
     pub apply_strategy: super::args::StrategyArg,

@@ -358,13 +358,13 @@ async fn one<C: LiveCluster>(
 }
 
 /// Compares every task of `plan` with the cluster, `concurrency` tasks at a time, and
-/// returns the entries in task order.
+/// returns the entries in task order, in the default apply strategy (`cvo`).
 pub async fn diff<C: LiveCluster>(cluster: &C, plan: &Plan, concurrency: usize) -> DiffReport {
     diff_with(
         cluster,
         plan,
         concurrency,
-        crate::apply::ApplyStrategy::ServerSide,
+        crate::apply::ApplyStrategy::default(),
     )
     .await
 }
