@@ -148,6 +148,10 @@ pub enum ApplyError {
         "stand-ins (--stub-missing-crds, --create-missing-namespaces) are written, which --dry-run=server does not allow"
     )]
     DryRunStandIns,
+    /// A cluster config object the cvo strategy reads (ClusterVersion, Proxy, APIServer)
+    /// could not be read.
+    #[error(transparent)]
+    ClusterConfig(actions::cvo::ClusterConfigError),
 }
 
 /// Applies `plan` to the cluster behind `conn`, delivering events to `observer`, until done,
@@ -205,7 +209,27 @@ pub async fn run(
         server: conn.server.clone(),
         source: x.error,
     })?;
-    let baseline = actions::baseline(&conn.client, runner_options.request_timeout).await;
+    // The baseline classifies server-side apply responses; the cvo strategy compares
+    // resourceVersions instead and reads what its pre-merge steps need.
+    let cvo = runner_options.strategy == ApplyStrategy::Cvo;
+    let baseline = if cvo {
+        actions::Baseline::default()
+    } else {
+        actions::baseline(&conn.client, runner_options.request_timeout).await
+    };
+    let given = &runner_options.cluster_config;
+    if cvo && given.cluster_version.is_none() && given.proxy.is_none() && given.apiserver.is_none()
+    {
+        runner_options.cluster_config = actions::cvo::read_cluster_config(
+            &conn.client,
+            &discovery,
+            &plan,
+            options.record_cluster_version,
+            runner_options.request_timeout,
+        )
+        .await
+        .map_err(ApplyError::ClusterConfig)?;
+    }
 
     let report = Arc::new(ReportBuilder::default());
     let mut observers: Vec<Arc<dyn ApplyObserver>> = vec![report.clone(), observer];

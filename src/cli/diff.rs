@@ -38,12 +38,7 @@ pub struct DiffArgs {
     pub field_manager: String,
     /// How `apply` would write: `cvo` (the CVO's merge of each live object, dry-run as an
     /// UPDATE; notes name manifest changes the CVO will not roll out) or `server-side`.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "cvo",
-        value_name = "STRATEGY"
-    )]
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: super::args::StrategyArg,
     /// Objects compared at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]

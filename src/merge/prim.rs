@@ -55,8 +55,7 @@ pub(crate) fn sem_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
         // the work at every level, 2^depth on a deep CRD schema.
         (Some(Value::Object(x)), Some(Value::Object(y))) => {
             x.iter().all(|(k, v)| sem_eq(Some(v), y.get(k)))
-                && y
-                    .iter()
+                && y.iter()
                     .filter(|(k, _)| !x.contains_key(*k))
                     .all(|(_, v)| is_zero(Some(v)))
         }
