@@ -25,13 +25,14 @@
 //!
 //! # Where minicvo deliberately differs from the CVO
 //!
-//! - **The CVO's write, opt-in** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
+//! - **The CVO's write, the default** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
 //!   CVO's per-kind merge ([`crate::merge`]), UPDATE only when it changed something; a no-op
-//!   re-apply costs one GET per object. Without the ClusterVersion owner reference and the
-//!   proxy/TLS injections (the library takes their inputs; the runner does not read them),
-//!   and Deployments, DaemonSets and Jobs get no health check. A 409 re-reads and merges again
-//!   at once, at most 5 times.
-//! - **Server-side apply, the default** ([`ApplyStrategy::ServerSide`]): one forced
+//!   re-apply costs one GET per object. The ClusterVersion owner reference, the proxy
+//!   variables and the TLS profile come from the cluster's objects, read once before the run
+//!   and only when they exist ([`actions::cvo::read_cluster_config`]); Deployments,
+//!   DaemonSets and Jobs get no health check. A 409 re-reads and merges again at once, at
+//!   most 5 times.
+//! - **Server-side apply, the alternative** ([`ApplyStrategy::ServerSide`]): one forced
 //!   PATCH per object with our field manager; fields we stop setting are removed. Created /
 //!   configured / unchanged come from the PATCH response alone: 201 means created; otherwise a
 //!   resourceVersion newer than the cluster's at the start *and* an `Apply` managed-fields
