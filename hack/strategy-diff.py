@@ -9,7 +9,7 @@ from collections import defaultdict
 
 # Kinds the plane or its controllers make, not the payload.
 SKIP_KINDS = {"Event", "Lease", "Endpoints", "EndpointSlice", "ComponentStatus", "APIService",
-              "FlowSchema", "PriorityLevelConfiguration"}
+              "FlowSchema", "PriorityLevelConfiguration", "IPAddress", "ServiceCIDR"}
 META_DROP = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation",
              "selfLink", "deletionTimestamp")
 
@@ -31,6 +31,8 @@ def load(path):
             if kind in SKIP_KINDS:
                 continue
             if kind == "ConfigMap" and meta.get("name") == "kube-root-ca.crt":
+                continue
+            if kind == "Service" and (meta.get("namespace"), meta.get("name")) == ("default", "kubernetes"):
                 continue
             if kind == "Secret" and o.get("type") == "kubernetes.io/service-account-token":
                 continue
@@ -56,6 +58,12 @@ def normalise(o):
     else:
         meta.pop("annotations", None)
     o["metadata"] = meta
+    if o.get("kind") == "Service" and isinstance(o.get("spec"), dict):
+        # Allocated by the plane.
+        o["spec"] = {k: v for k, v in o["spec"].items() if k not in ("clusterIP", "clusterIPs")}
+    if o.get("kind") == "ClusterVersion" and isinstance(o.get("spec"), dict):
+        # A random UUID per cluster.
+        o["spec"] = {k: v for k, v in o["spec"].items() if k != "clusterID"}
     return o
 
 

@@ -76,6 +76,11 @@ async fn a_no_op_re_apply_costs_at_most_1_05_requests_per_object() {
     let (first, _) = apply_util::run(&conn, plan(), &options).await;
     assert_eq!(first.counts.failed, 0, "{:?}", first.errors);
     assert_eq!(first.counts.created, OBJECTS + 1);
+    eprintln!(
+        "first apply in cvo: {} requests for {} objects",
+        proxy.stats.counts().requests,
+        OBJECTS + 1
+    );
 
     let before = proxy.stats.counts();
     let (second, _) = apply_util::run(&conn, plan(), &options).await;
