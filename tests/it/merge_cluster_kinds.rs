@@ -360,11 +360,21 @@ fn typed_cases(ns: &str, suffix: &str) -> Vec<Case> {
             ],
         },
         Case {
-            rule: "Deployment: containers missing from the manifest are removed, image rolled out",
+            rule: "Deployment: containers, volumes and mounts missing from the manifest are removed, image rolled out",
             old: deployment(
                 ns,
                 "two",
-                pod(json!([c("a", json!({})), c("b", json!({}))]), json!({})),
+                pod(
+                    json!([
+                        c(
+                            "a",
+                            json!({"volumeMounts": [
+                            {"name": "v1", "mountPath": "/v1"}, {"name": "v2", "mountPath": "/v2"}]})
+                        ),
+                        c("b", json!({}))
+                    ]),
+                    json!({"volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2", "emptyDir": {}}]}),
+                ),
                 json!({}),
             ),
             hand: None,
@@ -372,8 +382,12 @@ fn typed_cases(ns: &str, suffix: &str) -> Vec<Case> {
                 ns,
                 "two",
                 pod(
-                    json!([c("a", json!({"image": "registry.example/app:2"}))]),
-                    json!({}),
+                    json!([c(
+                        "a",
+                        json!({"image": "registry.example/app:2",
+                        "volumeMounts": [{"name": "v1", "mountPath": "/v1"}]})
+                    )]),
+                    json!({"volumes": [{"name": "v1", "emptyDir": {}}]}),
                 ),
                 json!({}),
             ),
@@ -383,6 +397,17 @@ fn typed_cases(ns: &str, suffix: &str) -> Vec<Case> {
                     json!("registry.example/app:2"),
                 ),
                 both("/spec/template/spec/containers/1", Value::Null).none(),
+                both("/spec/template/spec/volumes/0/name", json!("v1")),
+                both("/spec/template/spec/volumes/1", Value::Null).none(),
+                both(
+                    "/spec/template/spec/containers/0/volumeMounts/0/name",
+                    json!("v1"),
+                ),
+                both(
+                    "/spec/template/spec/containers/0/volumeMounts/1",
+                    Value::Null,
+                )
+                .none(),
             ],
         },
         Case {
