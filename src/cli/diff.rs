@@ -71,19 +71,30 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
+        let strategy: minicvo::apply::ApplyStrategy = a.apply_strategy.into();
+        // What `apply` reads before a cvo run: the ClusterVersion owner reference, the proxy
+        // and the TLS profile, so that the diff shows them.
+        let config = if strategy == minicvo::apply::ApplyStrategy::Cvo {
+            let discovery = minicvo::cluster::discovery::Discovery::new(
+                conn.client.clone(),
+                Duration::from_secs(60),
+            );
+            minicvo::apply::actions::cvo::read_cluster_config(
+                &conn.client,
+                &discovery,
+                &plan,
+                true,
+                Duration::from_secs(60),
+            )
+            .await?
+        } else {
+            minicvo::merge::ClusterConfig::default()
+        };
         let cluster = KubeCluster::new(conn.client, &a.field_manager, Duration::from_secs(60));
         if let Err(e) = cluster.prime().await {
             tracing::warn!("{e}; discovering kinds one group at a time");
         }
-        anyhow::Ok(
-            diff::diff_with(
-                &cluster,
-                &plan,
-                a.concurrency as usize,
-                a.apply_strategy.into(),
-            )
-            .await,
-        )
+        anyhow::Ok(diff::diff_in(&cluster, &plan, a.concurrency as usize, strategy, &config).await)
     })?;
     let out = match a.output {
         DiffFormat::Text => report::text(&plan, &result, a.changed_only),
