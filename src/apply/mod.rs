@@ -25,13 +25,14 @@
 //!
 //! # Where minicvo deliberately differs from the CVO
 //!
-//! - **The CVO's write, opt-in** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
+//! - **The CVO's write, the default** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
 //!   CVO's per-kind merge ([`crate::merge`]), UPDATE only when it changed something; a no-op
-//!   re-apply costs one GET per object. Without the ClusterVersion owner reference and the
-//!   proxy/TLS injections (the library takes their inputs; the runner does not read them),
-//!   and Deployments, DaemonSets and Jobs get no health check. A 409 re-reads and merges again
-//!   at once, at most 5 times.
-//! - **Server-side apply, the default** ([`ApplyStrategy::ServerSide`]): one forced
+//!   re-apply costs one GET per object. The ClusterVersion owner reference, the proxy
+//!   variables and the TLS profile come from the cluster's objects, read once before the run
+//!   and only when they exist ([`actions::cvo::read_cluster_config`]); Deployments,
+//!   DaemonSets and Jobs get no health check. A 409 re-reads and merges again at once, at
+//!   most 5 times.
+//! - **Server-side apply, the alternative** ([`ApplyStrategy::ServerSide`]): one forced
 //!   PATCH per object with our field manager; fields we stop setting are removed. Created /
 //!   configured / unchanged come from the PATCH response alone: 201 means created; otherwise a
 //!   resourceVersion newer than the cluster's at the start *and* an `Apply` managed-fields
@@ -148,6 +149,10 @@ pub enum ApplyError {
         "stand-ins (--stub-missing-crds, --create-missing-namespaces) are written, which --dry-run=server does not allow"
     )]
     DryRunStandIns,
+    /// A cluster config object the cvo strategy reads (ClusterVersion, Proxy, APIServer)
+    /// could not be read.
+    #[error(transparent)]
+    ClusterConfig(actions::cvo::ClusterConfigError),
 }
 
 /// Applies `plan` to the cluster behind `conn`, delivering events to `observer`, until done,
@@ -205,7 +210,27 @@ pub async fn run(
         server: conn.server.clone(),
         source: x.error,
     })?;
-    let baseline = actions::baseline(&conn.client, runner_options.request_timeout).await;
+    // The baseline classifies server-side apply responses; the cvo strategy compares
+    // resourceVersions instead and reads what its pre-merge steps need.
+    let cvo = runner_options.strategy == ApplyStrategy::Cvo;
+    let baseline = if cvo {
+        actions::Baseline::default()
+    } else {
+        actions::baseline(&conn.client, runner_options.request_timeout).await
+    };
+    let given = &runner_options.cluster_config;
+    if cvo && given.cluster_version.is_none() && given.proxy.is_none() && given.apiserver.is_none()
+    {
+        runner_options.cluster_config = actions::cvo::read_cluster_config(
+            &conn.client,
+            &discovery,
+            &plan,
+            options.record_cluster_version,
+            runner_options.request_timeout,
+        )
+        .await
+        .map_err(ApplyError::ClusterConfig)?;
+    }
 
     let report = Arc::new(ReportBuilder::default());
     let mut observers: Vec<Arc<dyn ApplyObserver>> = vec![report.clone(), observer];

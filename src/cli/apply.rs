@@ -94,12 +94,7 @@ pub struct ApplyArgs {
     pub dry_run: DryRun,
     /// How objects are written: `cvo` (GET, the CVO's per-kind merge, UPDATE only when it
     /// changed something) or `server-side` (one forced server-side apply).
-    #[arg(
-        long,
-        value_enum,
-        default_value = "server-side",
-        value_name = "STRATEGY"
-    )]
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: super::args::StrategyArg,
     /// Bound on the whole run (e.g. 10m, 1h30m); default none.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]

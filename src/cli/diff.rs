@@ -38,12 +38,7 @@ pub struct DiffArgs {
     pub field_manager: String,
     /// How `apply` would write: `cvo` (the CVO's merge of each live object, dry-run as an
     /// UPDATE; notes name manifest changes the CVO will not roll out) or `server-side`.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "server-side",
-        value_name = "STRATEGY"
-    )]
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: super::args::StrategyArg,
     /// Objects compared at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
@@ -76,19 +71,30 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
+        let strategy: minicvo::apply::ApplyStrategy = a.apply_strategy.into();
+        // What `apply` reads before a cvo run: the ClusterVersion owner reference, the proxy
+        // and the TLS profile, so that the diff shows them.
+        let config = if strategy == minicvo::apply::ApplyStrategy::Cvo {
+            let discovery = minicvo::cluster::discovery::Discovery::new(
+                conn.client.clone(),
+                Duration::from_secs(60),
+            );
+            minicvo::apply::actions::cvo::read_cluster_config(
+                &conn.client,
+                &discovery,
+                &plan,
+                true,
+                Duration::from_secs(60),
+            )
+            .await?
+        } else {
+            minicvo::merge::ClusterConfig::default()
+        };
         let cluster = KubeCluster::new(conn.client, &a.field_manager, Duration::from_secs(60));
         if let Err(e) = cluster.prime().await {
             tracing::warn!("{e}; discovering kinds one group at a time");
         }
-        anyhow::Ok(
-            diff::diff_with(
-                &cluster,
-                &plan,
-                a.concurrency as usize,
-                a.apply_strategy.into(),
-            )
-            .await,
-        )
+        anyhow::Ok(diff::diff_in(&cluster, &plan, a.concurrency as usize, strategy, &config).await)
     })?;
     let out = match a.output {
         DiffFormat::Text => report::text(&plan, &result, a.changed_only),

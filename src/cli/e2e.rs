@@ -59,12 +59,7 @@ pub struct UpgradeArgs {
     pub from: PathBuf,
     /// How objects are written in both runs: `cvo` (GET, the CVO's merge, UPDATE) or
     /// `server-side` (one forced server-side apply).
-    #[arg(
-        long,
-        value_enum,
-        default_value = "server-side",
-        value_name = "STRATEGY"
-    )]
+    #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: super::args::StrategyArg,
     /// The payload updated to (a directory or a release image).
     #[arg(long, value_name = "NEW")]

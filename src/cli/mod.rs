@@ -37,8 +37,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Apply a payload to a cluster the way the CVO does: server-side apply, deletes, CRD and
-    /// ClusterOperator waits, progress, ClusterVersion status.
+    /// Apply a payload to a cluster the way the CVO does: its GET, merge and UPDATE (or
+    /// server-side apply), deletes, CRD and ClusterOperator waits, progress, ClusterVersion
+    /// status.
     Apply(apply::ApplyArgs),
     /// Show the CVO's task graph for a payload (no cluster needed).
     Plan(plan::PlanArgs),
@@ -49,8 +50,8 @@ enum Command {
     UpgradePlan(upgrade_plan::UpgradePlanArgs),
     /// Find ordering hazards and payload mistakes; exit 1 on errors (no cluster needed).
     Lint(lint::LintArgs),
-    /// Show what applying a payload would change on a cluster (server-side dry runs; exit 1
-    /// when something would change).
+    /// Show what applying a payload would change on a cluster (the CVO's merge, dry-run on the
+    /// server; exit 1 when something would change).
     Diff(diff::DiffArgs),
     /// Simulated operators: report each ClusterOperator of a payload once its workload runs
     /// the payload's template (until Ctrl-C).

@@ -222,14 +222,15 @@ fn versions_pending(manifest: &Value, live: &Value) -> Vec<String> {
 /// The `cvo` strategy's change for an apply task whose object exists: the CVO's merge of
 /// the live object, dry-run as an UPDATE for the server's defaulting, and a note naming the
 /// manifest fields the merge leaves at their live value.
-async fn cvo_change<C: LiveCluster>(cluster: &C, task: &Task, live: &Value) -> Entry {
+async fn cvo_change<C: LiveCluster>(
+    cluster: &C,
+    task: &Task,
+    live: &Value,
+    config: &crate::merge::ClusterConfig,
+) -> Entry {
     let name = label(task);
     let manifest = crate::cluster::body::request_body(&task.manifest.object, None);
-    let merged = match crate::merge::merge(
-        Some(live),
-        &manifest,
-        &crate::merge::ClusterConfig::default(),
-    ) {
+    let merged = match crate::merge::merge(Some(live), &manifest, config) {
         Ok(crate::merge::Outcome::Update(v)) => Some(v),
         Ok(_) => None,
         Err(e) => return error(task, &LiveError::Request(e.to_string())),
@@ -264,6 +265,7 @@ async fn one<C: LiveCluster>(
     created: &Created,
     task: &Task,
     strategy: crate::apply::ApplyStrategy,
+    config: &crate::merge::ClusterConfig,
 ) -> Entry {
     if task.action == Action::Skip {
         return entry(task, Change::Skip, task.skip_reason.clone(), String::new());
@@ -332,7 +334,7 @@ async fn one<C: LiveCluster>(
             Err(e) => unavailable(task, created, &e),
         },
         (_, Some(l)) if strategy == crate::apply::ApplyStrategy::Cvo => {
-            cvo_change(cluster, task, &l).await
+            cvo_change(cluster, task, &l, config).await
         }
         (_, live) => match cluster.dry_run_apply(task).await {
             Ok(after) => match live {
@@ -358,13 +360,13 @@ async fn one<C: LiveCluster>(
 }
 
 /// Compares every task of `plan` with the cluster, `concurrency` tasks at a time, and
-/// returns the entries in task order.
+/// returns the entries in task order, in the default apply strategy (`cvo`).
 pub async fn diff<C: LiveCluster>(cluster: &C, plan: &Plan, concurrency: usize) -> DiffReport {
     diff_with(
         cluster,
         plan,
         concurrency,
-        crate::apply::ApplyStrategy::ServerSide,
+        crate::apply::ApplyStrategy::default(),
     )
     .await
 }
@@ -378,9 +380,29 @@ pub async fn diff_with<C: LiveCluster>(
     concurrency: usize,
     strategy: crate::apply::ApplyStrategy,
 ) -> DiffReport {
+    diff_in(
+        cluster,
+        plan,
+        concurrency,
+        strategy,
+        &crate::merge::ClusterConfig::default(),
+    )
+    .await
+}
+
+/// [`diff_with`] with what the `cvo` strategy's pre-merge steps read from the cluster (see
+/// [`crate::apply::actions::cvo::read_cluster_config`]): the ClusterVersion owner reference
+/// and the proxy and TLS injections then show as `apply` would write them.
+pub async fn diff_in<C: LiveCluster>(
+    cluster: &C,
+    plan: &Plan,
+    concurrency: usize,
+    strategy: crate::apply::ApplyStrategy,
+    config: &crate::merge::ClusterConfig,
+) -> DiffReport {
     let created = Created::of(plan);
     let entries = futures::stream::iter(plan.tasks.iter())
-        .map(|t| one(cluster, &created, t, strategy))
+        .map(|t| one(cluster, &created, t, strategy, config))
         .buffered(concurrency.max(1))
         .collect()
         .await;

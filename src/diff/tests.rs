@@ -289,7 +289,12 @@ fn cvo_strategy_shows_the_merge_and_names_what_is_not_rolled_out() {
     );
     assert_eq!(cvo.entries[1].change, Change::Unchanged);
     // The server-side strategy would remove the key and switch the strategy.
-    let ssa = futures::executor::block_on(diff(&fake, &plan, 2));
+    let ssa = futures::executor::block_on(diff_with(
+        &fake,
+        &plan,
+        2,
+        crate::apply::ApplyStrategy::ServerSide,
+    ));
     assert_eq!(ssa.entries[1].change, Change::Change);
     assert!(ssa.entries[0].diff.contains("RollingUpdate"));
 }

@@ -50,7 +50,7 @@ impl std::fmt::Display for Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TimelineAction {
-    /// A server-side apply or create-only write finished.
+    /// An apply (in either strategy) or create-only write finished.
     Apply,
     /// A delete task ran (see `outcome`: deleted, already-absent, delete-skipped).
     Delete,

@@ -186,9 +186,10 @@ pub(crate) fn operator_group(m: &mut Merger, ex: &mut Obj, req: &Obj) {
     m.set_string_slice(es, &rs, "targetNamespaces");
     m.set_if_non_empty(es, &rs, "serviceAccountName");
     m.set_scalar(es, &rs, "staticProvidedAPIs");
-    let us = obj_mut(&mut rs, "upgradeStrategy");
-    if get_str(us, "name").is_empty() {
-        us.insert("name".into(), json!("Default"));
+    // On the wire the strategy is its name, a string (OLM's type marshals to its name; the
+    // CRD's schema is `type: string`), and `""` means `Default`.
+    if get_str(&rs, "upgradeStrategy").is_empty() {
+        rs.insert("upgradeStrategy".into(), json!("Default"));
     }
     if !sem_eq(get(es, "upgradeStrategy"), get(&rs, "upgradeStrategy")) {
         es.insert("upgradeStrategy".into(), rs["upgradeStrategy"].clone());

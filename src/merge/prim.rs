@@ -51,11 +51,14 @@ fn is_zero(v: Option<&Value>) -> bool {
 /// are equal; numbers compare by value; list order matters.
 pub(crate) fn sem_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
-        (Some(Value::Object(x)), Some(Value::Object(y))) => x
-            .iter()
-            .map(|(k, _)| k)
-            .chain(y.keys())
-            .all(|k| sem_eq(x.get(k), y.get(k))),
+        // Each key is compared once: visiting the shared keys from both sides would double
+        // the work at every level, 2^depth on a deep CRD schema.
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            x.iter().all(|(k, v)| sem_eq(Some(v), y.get(k)))
+                && y.iter()
+                    .filter(|(k, _)| !x.contains_key(*k))
+                    .all(|(_, v)| is_zero(Some(v)))
+        }
         (Some(Value::Array(x)), Some(Value::Array(y))) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| sem_eq(Some(p), Some(q)))
         }
@@ -246,6 +249,20 @@ mod tests {
         assert!(sem_eq(Some(&json!({"a": 1})), Some(&json!({"a": 1.0}))));
         assert!(!sem_eq(Some(&json!([1, 2])), Some(&json!([2, 1]))));
         assert!(!sem_eq(Some(&json!("a")), None));
+    }
+
+    #[test]
+    fn sem_eq_is_linear_in_depth() {
+        // A CRD schema nests 30 and more levels deep; comparing shared keys twice per level
+        // would never finish here.
+        let mut a = json!({"leaf": 1});
+        for i in 0..64 {
+            a = json!({"x": a, "y": i});
+        }
+        let mut b = a.clone();
+        assert!(sem_eq(Some(&a), Some(&b)));
+        *b.pointer_mut("/x/x/x/y").unwrap() = json!(-1);
+        assert!(!sem_eq(Some(&a), Some(&b)));
     }
 
     #[test]

@@ -565,9 +565,15 @@ fn extension_and_openshift_kinds() {
         ),
         case(
             "OperatorGroup upgradeStrategy defaults to Default",
-            og(json!({"spec": {"upgradeStrategy": {"name": "Default"}}})),
+            og(json!({"spec": {"upgradeStrategy": "Default"}})),
             og(json!({"spec": {}})),
             None,
+        ),
+        case(
+            "OperatorGroup upgradeStrategy is a string, replaced when it differs",
+            og(json!({"spec": {"upgradeStrategy": "TechPreviewUnsafeFailForward"}})),
+            og(json!({"spec": {}})),
+            Some(og(json!({"spec": {"upgradeStrategy": "Default"}}))),
         ),
     ]);
 }

@@ -92,6 +92,16 @@ async fn sample_payload_applies_records_clusterversion_and_reapplies_as_a_no_op(
         first.counts_line()
     );
 
+    // ClusterVersion `version` did not exist when the first run started: the next run adds
+    // its owner reference to the objects (the cvo strategy's default), the one after is a no-op.
+    let (owned, _) = apply_util::run(&conn, plan.clone(), &options).await;
+    assert!(
+        owned.ok,
+        "owner-reference apply failed: {:#?}",
+        owned.errors
+    );
+    assert_eq!(owned.counts.created, 0, "{}", owned.counts_line());
+
     // ClusterVersion `version`: history entry Completed, Progressing False.
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
     let cvs: Api<DynamicObject> = Api::all_with(

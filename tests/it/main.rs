@@ -9,6 +9,8 @@ mod support;
 
 mod apply_cluster_version_real_crd;
 mod apply_crd;
+mod apply_cvo_cluster_config;
+mod apply_cvo_requests;
 mod apply_delete;
 mod apply_failure;
 mod apply_forbidden;
@@ -36,6 +38,7 @@ mod e2e_upgrade;
 mod fuzz_corpus;
 mod load_errors;
 mod merge_cluster;
+mod merge_cluster_kinds;
 mod plan_properties;
 mod release_image;
 mod reliability;

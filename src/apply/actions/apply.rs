@@ -238,8 +238,14 @@ impl ClusterRunner {
         };
         let ns = self.namespace_for(task, &resolved);
         let collection = resolved.url_path(ns.as_deref());
-        let body = serde_json::to_vec(&body::request_body(&task.manifest.object, ns.as_deref()))
-            .map_err(|e| TaskError::failed(e.to_string(), 0))?;
+        let mut object = body::request_body(&task.manifest.object, ns.as_deref());
+        // The CVO creates a create-only object as it creates any other: with the
+        // ClusterVersion owner reference (not as controller) and the pre-merge mutations.
+        if self.options.strategy == super::ApplyStrategy::Cvo {
+            object = crate::merge::prepare(&object, &self.options.cluster_config)
+                .map_err(|e| TaskError::failed(e.to_string(), 0))?;
+        }
+        let body = serde_json::to_vec(&object).map_err(|e| TaskError::failed(e.to_string(), 0))?;
         let params = PostParams {
             dry_run: self.options.dry_run,
             field_manager: Some(self.options.field_manager.clone()),

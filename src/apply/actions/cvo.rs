@@ -164,3 +164,114 @@ impl ClusterRunner {
         }))
     }
 }
+
+/// A cluster config object the `cvo` strategy could not read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {object} for the cvo strategy: {source}")]
+pub struct ClusterConfigError {
+    /// The object, e.g. `proxies.config.openshift.io/cluster`.
+    pub object: String,
+    /// The error.
+    #[source]
+    pub source: RequestError,
+}
+
+/// One cluster-scoped `config.openshift.io/v1` object, `None` when the kind is not served or
+/// the object does not exist.
+async fn config_object(
+    client: &kube::Client,
+    discovery: &crate::cluster::discovery::Discovery,
+    kind: &str,
+    plural: &str,
+    name: &str,
+    timeout: std::time::Duration,
+) -> Result<Option<Value>, ClusterConfigError> {
+    let err = |source| ClusterConfigError {
+        object: format!("{plural}.config.openshift.io/{name}"),
+        source,
+    };
+    let Some(resolved) = discovery
+        .resolve("config.openshift.io", "v1", kind)
+        .await
+        .map_err(err)?
+    else {
+        return Ok(None);
+    };
+    watch::get(client, &resolved.url_path(None), name, timeout)
+        .await
+        .map_err(err)
+}
+
+/// What the `cvo` strategy's pre-merge steps read from the cluster, read once before the
+/// graph runs:
+///
+/// - ClusterVersion `version`, for the owner reference every written object carries, when
+///   `owner` is set (the run reads and records the ClusterVersion) and the object exists;
+/// - `proxies.config.openshift.io/cluster`, only when a Deployment or DaemonSet of the plan
+///   asks for proxy injection;
+/// - `apiservers.config.openshift.io/cluster`, only when a ConfigMap of the plan asks for TLS
+///   injection.
+///
+/// An unserved kind or a missing object leaves its field `None` (no owner reference, no
+/// injection); a plan that needs none of them costs no request beyond the ClusterVersion GET.
+///
+/// # Errors
+///
+/// [`ClusterConfigError`] when a read fails for another reason than 404.
+pub async fn read_cluster_config(
+    client: &kube::Client,
+    discovery: &crate::cluster::discovery::Discovery,
+    plan: &crate::plan::Plan,
+    owner: bool,
+    timeout: std::time::Duration,
+) -> Result<merge::ClusterConfig, ClusterConfigError> {
+    let annotated = |kinds: &[&str], key: &str, want: Option<&str>| {
+        plan.tasks.iter().any(|t| {
+            let m = &t.manifest;
+            kinds.contains(&m.id.kind.as_str())
+                && m.object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(key))
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| want.map_or(!v.is_empty(), |w| v == w))
+        })
+    };
+    let mut config = merge::ClusterConfig::default();
+    if owner
+        && let Some(cv) = config_object(
+            client,
+            discovery,
+            "ClusterVersion",
+            "clusterversions",
+            "version",
+            timeout,
+        )
+        .await?
+        && let Some(uid) = cv.pointer("/metadata/uid").and_then(Value::as_str)
+    {
+        config.cluster_version = Some(merge::ClusterVersionRef {
+            name: "version".into(),
+            uid: uid.to_owned(),
+        });
+    }
+    if annotated(
+        &["Deployment", "DaemonSet"],
+        merge::mutate::INJECT_PROXY,
+        None,
+    ) {
+        config.proxy =
+            config_object(client, discovery, "Proxy", "proxies", "cluster", timeout).await?;
+    }
+    if annotated(&["ConfigMap"], merge::mutate::INJECT_TLS, Some("true")) {
+        config.apiserver = config_object(
+            client,
+            discovery,
+            "APIServer",
+            "apiservers",
+            "cluster",
+            timeout,
+        )
+        .await?;
+    }
+    Ok(config)
+}

@@ -62,11 +62,11 @@ pub struct RunnerOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ApplyStrategy {
     /// GET, the CVO's per-kind merge, UPDATE only when the merge changed something
-    /// ([`cvo`]).
-    Cvo,
-    /// One forced server-side apply PATCH with the run's field manager (the default until the
-    /// `cvo` strategy passes the openshift-multi upgrade).
+    /// ([`cvo`]); the default.
     #[default]
+    Cvo,
+    /// One forced server-side apply PATCH with the run's field manager, for payloads meant for
+    /// plain Kubernetes.
     ServerSide,
 }
 
