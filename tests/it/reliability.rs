@@ -6,7 +6,8 @@
 //!
 //! These tests run on a private test plane (`fault_support::plane`): they restart its API
 //! server and apply the sample payload's fixed names, which would disturb the suite's shared
-//! plane. They run one at a time. Run with `--nocapture` to see the tables.
+//! plane. The plane serves the real ClusterOperator and ClusterVersion CRDs (the sample is
+//! applied without its stand-ins, see `support::openshift`). They run one at a time. Run with `--nocapture` to see the tables.
 
 use crate::support::bad_cases;
 use crate::support::fault as fault_support;
@@ -172,6 +173,7 @@ async fn upgrade_sample_under(mix: &FaultMix, tmp: &Path) -> (Run, Counts) {
 async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
     let _one = exclusive().await;
     let client = plane().client().await;
+    crate::support::openshift::install_both(&client, "Default").await;
     let mut table = vec![
         "| fault mix | payload | outcome | faults injected | retries | requests (report / proxy) | time |".to_string(),
         "|---|---|---|---|---|---|---|".to_string(),
@@ -226,6 +228,7 @@ async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
         cleanup_namespaces(&client, &prefix).await;
     }
     eprintln!("\n{}\n", table.join("\n"));
+    crate::support::openshift::assert_real_crds(&client, "Default").await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -285,6 +288,7 @@ async fn cleanup_namespaces(client: &kube::Client, prefix: &str) {
 async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_converges() {
     let _one = exclusive().await;
     let client = plane().client().await;
+    crate::support::openshift::install_both(&client, "Default").await;
     let mut table = vec![
         "| payload | restart at request | API server down | first run | retries | rerun |"
             .to_string(),
@@ -387,6 +391,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
         }
     }
     eprintln!("\n{}\n", table.join("\n"));
+    crate::support::openshift::assert_real_crds(&client, "Default").await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -394,6 +399,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
 async fn sigkill_at_random_points_then_a_rerun_converges() {
     let _one = exclusive().await;
     let client = plane().client().await;
+    crate::support::openshift::install_both(&client, "Default").await;
     let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
     let mut table = vec![
         "| # | payload | killed at request | request in flight | in-flight request | rerun |"
@@ -526,6 +532,7 @@ async fn sigkill_at_random_points_then_a_rerun_converges() {
         }
     }
     eprintln!("\n{}\n", table.join("\n"));
+    crate::support::openshift::assert_real_crds(&client, "Default").await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

@@ -41,19 +41,18 @@ pub fn kubeconfig() -> PathBuf {
 /// PAYLOAD`, the built binary against the test plane, ready to run or spawn (wrap it in
 /// `assert_cmd::Command::from_std` for a timeout).
 pub fn apply_command(payload: &Path, extra: &[&str]) -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_minicvo"));
-    c.args([
+    let mut c = super::cli::command(&[
         "apply",
         "--no-cluster-version",
         "--no-progress",
         "-o",
         "json",
-    ])
-    .args(extra)
-    .arg("--kubeconfig")
-    .arg(kubeconfig())
-    .arg(payload)
-    .env_remove("KUBECONFIG");
+    ]);
+    c.args(extra)
+        .arg("--kubeconfig")
+        .arg(kubeconfig())
+        .arg(payload)
+        .env_remove("KUBECONFIG");
     c
 }
 
@@ -70,17 +69,6 @@ pub fn write_payload(dir: &Path, version: &str, files: &[(String, String)]) -> P
         std::fs::write(rm.join(name), text).unwrap();
     }
     dir.to_path_buf()
-}
-
-/// The bundled ClusterOperator CRD (the same on every test, so applying it concurrently is a
-/// no-op for all but the first).
-pub fn clusteroperator_crd() -> (String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let name = "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml";
-    (
-        name.to_string(),
-        std::fs::read_to_string(root.join("payload/new/release-manifests").join(name)).unwrap(),
-    )
 }
 
 /// A Namespace manifest.

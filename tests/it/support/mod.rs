@@ -29,6 +29,7 @@ pub mod bad_cases;
 pub mod cli;
 pub mod fault;
 pub mod image;
+pub mod openshift;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -30,11 +30,10 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_minicvo"))
 }
 
-/// The bundled sample payloads.
+/// The bundled sample payload `name`, without its stand-in ClusterOperator and ClusterVersion
+/// CRDs (the plane serves the real ones, see [`crate::support::openshift`]).
 pub fn sample(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("payload")
-        .join(name)
+    crate::support::openshift::sample(name)
 }
 
 /// Loads and plans a payload the way `minicvo apply` does (placeholder substituted).
