@@ -146,9 +146,9 @@ pub fn operators(client: &Client) -> Api<DynamicObject> {
     )
 }
 
-/// Sets a ClusterOperator's status to done at `version` (Available, not Degraded), waiting
-/// for the operator to exist first. Returns the instant just before the status write that
-/// succeeded was sent.
+/// Sets a ClusterOperator's status to done at `version` (Available, not Degraded), once a
+/// watch has seen the operator created. Returns the instant just before the status write was
+/// sent.
 pub async fn finish_operator(client: &Client, name: &str, version: &str) -> tokio::time::Instant {
     let api = operators(client);
     let status = json!({"status": {
@@ -159,23 +159,20 @@ pub async fn finish_operator(client: &Client, name: &str, version: &str) -> toki
             {"type": "Progressing", "status": "False", "lastTransitionTime": "2025-01-01T00:00:00Z"},
         ],
     }});
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let sent = tokio::time::Instant::now();
-        match api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-        {
-            Ok(_) => return sent,
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => panic!("cannot set the status of clusteroperator {name}: {e}"),
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "clusteroperator {name} was never created"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        kube::runtime::wait::await_condition(api.clone(), name, |o: Option<&DynamicObject>| {
+            o.is_some()
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("clusteroperator {name} was never created"))
+    .unwrap_or_else(|e| panic!("watching clusteroperator {name}: {e}"));
+    let sent = tokio::time::Instant::now();
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap_or_else(|e| panic!("cannot set the status of clusteroperator {name}: {e}"));
+    sent
 }
 
 /// The first event matching `f`, with its index.
