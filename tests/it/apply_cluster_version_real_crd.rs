@@ -45,8 +45,7 @@ struct Run {
 }
 
 fn apply(payload: &Path, kubeconfig: &Path, version: &str) -> Run {
-    let out = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
+    let out = crate::support::cli::command(&[])
         .arg("apply")
         .arg(payload)
         .arg("--kubeconfig")

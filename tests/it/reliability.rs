@@ -59,7 +59,7 @@ async fn diff_is_clean(payload: &Path) -> (bool, String) {
     let payload = payload.to_path_buf();
     let kc = plane().kubeconfig();
     tokio::task::spawn_blocking(move || {
-        let out = std::process::Command::new(fault_support::binary())
+        let out = crate::support::cli::command(&[])
             .arg("diff")
             .arg(&payload)
             .arg("--kubeconfig")

@@ -24,11 +24,6 @@ use serde_json::{Value, json};
 /// The annotation every manifest needs to be included with the default profile.
 pub const INCLUDE: &str = "include.release.openshift.io/self-managed-high-availability";
 
-/// The built binary.
-pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_minicvo"))
-}
-
 /// The bundled sample payload `name`, without its stand-in ClusterOperator and ClusterVersion
 /// CRDs (the plane serves the real ones, see [`crate::support::openshift`]).
 pub fn sample(name: &str) -> PathBuf {
@@ -230,7 +225,7 @@ impl Run {
 
 /// Starts `minicvo apply PAYLOAD --kubeconfig KC -o json --no-progress EXTRA...`.
 pub fn spawn_apply(payload: &Path, kubeconfig: &Path, extra: &[&str]) -> Child {
-    Command::new(binary())
+    crate::support::cli::command(&[])
         .arg("apply")
         .arg(payload)
         .arg("--kubeconfig")
