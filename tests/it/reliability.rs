@@ -352,7 +352,17 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
         let first_outcome = if first.code == Some(0) && first.ok() {
             "completed".to_string()
         } else {
-            let errors = first.errors();
+            let mut errors = first.errors();
+            // The outage may hit the final ClusterVersion status write instead of a task:
+            // that fails the run too, with the write's error in the report.
+            if let Some(cv) = first
+                .report
+                .as_ref()
+                .and_then(|r| r["clusterVersion"].as_str())
+                .filter(|cv| cv.starts_with("cannot "))
+            {
+                errors.push(format!("clusterversion version: {cv}"));
+            }
             if first.code != Some(1) || errors.is_empty() {
                 failures.push(format!(
                     "{payload_name}: the interrupted run neither completed nor failed clearly: exit {:?}\n{}",
@@ -361,7 +371,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
                 ));
             }
             format!(
-                "failed clearly (exit {:?}, {} failed tasks, e.g. {})",
+                "failed clearly (exit {:?}, {} errors, e.g. {})",
                 first.code,
                 errors.len(),
                 errors.first().map_or("-", String::as_str)
