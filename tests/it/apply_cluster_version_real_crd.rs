@@ -116,11 +116,7 @@ fn kubectl_line(plane: &plane::Plane) -> String {
 async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clusterversion() {
     let plane = plane::Plane::start();
     let client = plane.client().await;
-    crate::support::install_corpus_crd(
-        &client,
-        "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-    )
-    .await;
+    crate::support::openshift::install_both(&client, "Default").await;
     let kc = plane.kubeconfig();
     let tmp = tempfile::tempdir().unwrap();
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
@@ -230,6 +226,8 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         "{line}"
     );
 
+    crate::support::openshift::assert_real_crds(&client, "Default").await;
+
     // Every other feature-set variant of the real CRD: a fresh install (no `version` yet) and a
     // failed upgrade, each recorded in full.
     for variant in crate::support::openshift::CLUSTER_VERSION_VARIANTS {
@@ -238,6 +236,20 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         }
         let file = crate::support::openshift::cluster_version_crd(variant);
         crate::support::openshift::install(&client, &file).await;
+        // The suite's check notices that the served CRD is not the Default one.
+        let schema = |f: &str| {
+            serde_json::to_value(&crate::support::openshift::corpus_crd(f).spec.versions).unwrap()
+        };
+        if schema(&file) != schema(&crate::support::openshift::cluster_version_crd("Default")) {
+            let c = client.clone();
+            let check = tokio::spawn(async move {
+                crate::support::openshift::assert_real_crds(&c, "Default").await;
+            });
+            assert!(
+                check.await.is_err(),
+                "{variant}: assert_real_crds accepted another CRD than the Default one"
+            );
+        }
         // ClusterVersion has no finalizer: gone when the DELETE returns.
         crate::support::delete_quietly(&api, "version").await;
         let run = apply(&p1, &kc, "1.0.0");
