@@ -18,10 +18,13 @@ async fn a_clusteroperator_wait_blocks_the_next_run_level_until_it_is_done() {
     let ns = support::NamespaceGuard::adopt(support::unique_name("co-wait"));
     let co = support::unique_name("op");
     let dir = tempfile::tempdir().unwrap();
+    // The payload carries the real ClusterOperator CRD, as a release does: applying it leaves
+    // the served CRD as it is (checked at the end).
     apply_util::write_payload(
         dir.path(),
         "2.0.0",
         &[
+            apply_util::clusteroperator_crd(),
             (
                 "0000_50_op_00_namespace.yaml".into(),
                 apply_util::namespace(&ns),

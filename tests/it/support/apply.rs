@@ -71,6 +71,20 @@ pub fn write_payload(dir: &Path, version: &str, files: &[(String, String)]) -> P
     dir.to_path_buf()
 }
 
+/// The real ClusterOperator CRD of the corpus (file name and text, read by path), for a test
+/// payload that carries it: applying it leaves the CRD the shared plane serves unchanged.
+/// A test that only needs the kind served calls
+/// [`crate::support::openshift::shared_plane_crds`] instead.
+pub fn clusteroperator_crd() -> (String, String) {
+    let name = crate::support::openshift::CLUSTER_OPERATOR_CRD;
+    let path = crate::support::corpus("openshift-multi/release-manifests").join(name);
+    (
+        name.to_string(),
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())),
+    )
+}
+
 /// A Namespace manifest.
 pub fn namespace(name: &str) -> String {
     format!(
