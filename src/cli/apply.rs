@@ -146,6 +146,7 @@ async fn choose_mode(
     a: &ApplyArgs,
     client: &kube::Client,
     payload: &minicvo::Payload,
+    release_image: &str,
 ) -> anyhow::Result<Mode> {
     if let Some(mode) = a.mode {
         return Ok(mode);
@@ -171,8 +172,7 @@ async fn choose_mode(
         }
     };
     let version = payload.version().unwrap_or_default();
-    let choice =
-        minicvo::cvo::mode::from_cluster_version(cv.as_ref(), &version, &a.payload.release_image);
+    let choice = minicvo::cvo::mode::from_cluster_version(cv.as_ref(), &version, release_image);
     eprintln!("mode: {choice}");
     Ok(choice.mode)
 }
@@ -194,7 +194,8 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
-        let mode = choose_mode(a, &conn.client, &payload).await?;
+        // An image payload is matched by its pull spec by digest, as recorded.
+        let mode = choose_mode(a, &conn.client, &payload, &load_options.release_image).await?;
         let plan = Arc::new(minicvo::plan::from_payload(
             payload,
             &load_options.filters,

@@ -247,7 +247,8 @@ struct DockerEntry {
 }
 
 /// `docker-archive:FILE` (`docker save`): `manifest.json`, the config, layer tars. Each layer
-/// is verified against the config's `rootfs.diff_ids` (or its `blobs/sha256/` name).
+/// is verified against the digest its file name carries (`blobs/sha256/HEX`, crane's
+/// `HEX.tar.gz`), else against the config's `rootfs.diff_ids`.
 pub fn fetch_docker_archive(
     image: &str,
     file: &Path,
@@ -318,9 +319,15 @@ pub fn fetch_docker_archive(
         let size = fs::metadata(&path)
             .map_err(|e| local_error(image, layer, e.to_string()))?
             .len();
-        let digest = layer
-            .strip_prefix("blobs/sha256/")
-            .map_or_else(|| diff_id.clone(), |h| format!("sha256:{h}"));
+        // The file as stored: `blobs/sha256/HEX` (docker 25+) and `HEX.tar.gz` (crane's
+        // tarball, compressed layers) name its digest; `ID/layer.tar` (classic `docker save`)
+        // is the uncompressed layer, checked against the config's diff_id.
+        let named = layer.strip_prefix("blobs/sha256/").or_else(|| {
+            layer
+                .strip_suffix(".tar.gz")
+                .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        });
+        let digest = named.map_or_else(|| diff_id.clone(), |h| format!("sha256:{h}"));
         manifest::digest_hex(image, &digest)?;
         let desc = Descriptor {
             media_type: String::new(),

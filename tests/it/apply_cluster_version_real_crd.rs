@@ -1,6 +1,7 @@
 //! `minicvo apply` records install, upgrade and a failed upgrade in ClusterVersion `version`
 //! served by the REAL ClusterVersion CRD, with the full status the CVO writes; a failed
-//! upgrade exits 1. Runs on a private test plane (the real CRD under its real name).
+//! upgrade exits 1; then an install and a failed upgrade under every other feature-set
+//! variant of the real CRD. Runs on a private test plane (the real CRD under its real name).
 
 use crate::support::fault::plane;
 
@@ -44,8 +45,7 @@ struct Run {
 }
 
 fn apply(payload: &Path, kubeconfig: &Path, version: &str) -> Run {
-    let out = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
+    let out = crate::support::cli::command(&[])
         .arg("apply")
         .arg(payload)
         .arg("--kubeconfig")
@@ -116,11 +116,7 @@ fn kubectl_line(plane: &plane::Plane) -> String {
 async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clusterversion() {
     let plane = plane::Plane::start();
     let client = plane.client().await;
-    crate::support::install_corpus_crd(
-        &client,
-        "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-    )
-    .await;
+    crate::support::openshift::install_both(&client, "Default").await;
     let kc = plane.kubeconfig();
     let tmp = tempfile::tempdir().unwrap();
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
@@ -229,4 +225,83 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         line.ends_with("Unable to apply 3.0.0: some cluster configuration is invalid"),
         "{line}"
     );
+
+    crate::support::openshift::assert_real_crds(&client, "Default").await;
+
+    // Every other feature-set variant of the real CRD: a fresh install (no `version` yet) and a
+    // failed upgrade, each recorded in full.
+    for variant in crate::support::openshift::CLUSTER_VERSION_VARIANTS {
+        if variant == "Default" {
+            continue;
+        }
+        let file = crate::support::openshift::cluster_version_crd(variant);
+        crate::support::openshift::install(&client, &file).await;
+        // The suite's check notices that the served CRD is not the Default one.
+        let schema = |f: &str| {
+            serde_json::to_value(&crate::support::openshift::corpus_crd(f).spec.versions).unwrap()
+        };
+        if schema(&file) != schema(&crate::support::openshift::cluster_version_crd("Default")) {
+            let c = client.clone();
+            let check = tokio::spawn(async move {
+                crate::support::openshift::assert_real_crds(&c, "Default").await;
+            });
+            assert!(
+                check.await.is_err(),
+                "{variant}: assert_real_crds accepted another CRD than the Default one"
+            );
+        }
+        // ClusterVersion has no finalizer: gone when the DELETE returns.
+        crate::support::delete_quietly(&api, "version").await;
+        let run = apply(&p1, &kc, "1.0.0");
+        assert_eq!(run.code, 0, "{variant}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout.contains("clusterversion version: recorded"),
+            "{variant}: {}",
+            run.stdout
+        );
+        let s = api.get("version").await.unwrap().data["status"].clone();
+        assert_eq!(
+            history(&s),
+            [("1.0.0".into(), "Completed".into(), false)],
+            "{variant}"
+        );
+        assert_eq!(
+            cond(&s, "Available"),
+            t("True", "", "Done applying 1.0.0"),
+            "{variant}"
+        );
+        assert_eq!(
+            cond(&s, "Progressing"),
+            t("False", "", "Cluster version is 1.0.0"),
+            "{variant}"
+        );
+        let run = apply(&p3, &kc, "3.0.0");
+        assert_eq!(run.code, 1, "{variant}: {}\n{}", run.stdout, run.stderr);
+        let s = api.get("version").await.unwrap().data["status"].clone();
+        assert_eq!(
+            history(&s),
+            [
+                ("3.0.0".into(), "Partial".into(), true),
+                ("1.0.0".into(), "Completed".into(), false)
+            ],
+            "{variant}"
+        );
+        assert_eq!(
+            cond(&s, "Failing").1,
+            "UpdatePayloadResourceInvalid",
+            "{variant}"
+        );
+        let live = kube::Api::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >::all(client.clone())
+        .get("clusterversions.config.openshift.io")
+        .await
+        .unwrap();
+        let want = crate::support::openshift::corpus_crd(&file);
+        assert_eq!(
+            serde_json::to_value(&live.spec.versions[0].schema).unwrap(),
+            serde_json::to_value(&want.spec.versions[0].schema).unwrap(),
+            "{variant}: the served CRD is not the corpus variant"
+        );
+    }
 }

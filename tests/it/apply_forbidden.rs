@@ -62,8 +62,7 @@ async fn an_unprivileged_user_gets_forbidden_naming_the_object() {
 async fn an_unknown_context_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     apply_util::write_payload(dir.path(), "1.0.0", &[]);
-    let output = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
+    let output = crate::support::cli::command(&[])
         .args(["apply", "--context", "nobody", "--kubeconfig"])
         .arg(apply_util::kubeconfig())
         .arg(dir.path())

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 #[tokio::test]
 async fn ctrl_c_stops_the_run_and_exits_130() {
-    let admin = support::admin_client().await;
+    let admin = support::openshift::shared_plane_crds().await;
     let co = support::unique_name("never");
     let ns = support::unique_name("after-int");
     let dir = tempfile::tempdir().unwrap();
@@ -20,7 +20,6 @@ async fn ctrl_c_stops_the_run_and_exits_130() {
         dir.path(),
         "5.0.0",
         &[
-            apply_util::clusteroperator_crd(),
             (
                 "0000_50_never_00_clusteroperator.yaml".into(),
                 apply_util::cluster_operator(&co, "5.0.0"),
@@ -78,4 +77,5 @@ async fn ctrl_c_stops_the_run_and_exits_130() {
     assert_eq!(report["counts"]["failed"], 0);
     let ops = apply_util::operators(&admin);
     support::delete_quietly(&ops, &co).await;
+    support::openshift::assert_real_crds(&admin, "Default").await;
 }

@@ -25,8 +25,7 @@ fn write_payload(dir: &Path) -> PathBuf {
 
 /// `minicvo apply --dry-run server` (nothing written), returning its stderr.
 fn apply(payload: &Path, kubeconfig: &Path, version: &str, extra: &[&str]) -> String {
-    let out = assert_cmd::Command::cargo_bin("minicvo")
-        .unwrap()
+    let out = crate::support::cli::command(&[])
         .arg("apply")
         .arg(payload)
         .arg("--kubeconfig")

@@ -14,10 +14,12 @@ use minicvo::apply::EventKind;
 #[tokio::test]
 async fn a_clusteroperator_wait_blocks_the_next_run_level_until_it_is_done() {
     let conn = apply_util::connection(None).await;
-    let admin = support::admin_client().await;
+    let admin = support::openshift::shared_plane_crds().await;
     let ns = support::NamespaceGuard::adopt(support::unique_name("co-wait"));
     let co = support::unique_name("op");
     let dir = tempfile::tempdir().unwrap();
+    // The payload carries the real ClusterOperator CRD, as a release does: applying it leaves
+    // the served CRD as it is (checked at the end).
     apply_util::write_payload(
         dir.path(),
         "2.0.0",
@@ -116,13 +118,14 @@ async fn a_clusteroperator_wait_blocks_the_next_run_level_until_it_is_done() {
 
     let ops = apply_util::operators(&admin);
     support::delete_quietly(&ops, &co).await;
+    support::openshift::assert_real_crds(&admin, "Default").await;
     support::delete_namespace(&admin, &ns).await;
 }
 
 #[tokio::test]
 async fn wait_timeout_fails_cleanly_naming_the_operator() {
     let conn = apply_util::connection(None).await;
-    let admin = support::admin_client().await;
+    let admin = support::openshift::shared_plane_crds().await;
     let co = support::unique_name("stuck");
     let ns = support::unique_name("co-stuck");
     let dir = tempfile::tempdir().unwrap();
@@ -130,7 +133,6 @@ async fn wait_timeout_fails_cleanly_naming_the_operator() {
         dir.path(),
         "3.0.0",
         &[
-            apply_util::clusteroperator_crd(),
             (
                 "0000_50_stuck_00_clusteroperator.yaml".into(),
                 apply_util::cluster_operator(&co, "3.0.0"),
@@ -171,24 +173,22 @@ async fn wait_timeout_fails_cleanly_naming_the_operator() {
     assert_eq!(report.counts.not_run, 1);
     let ops = apply_util::operators(&admin);
     support::delete_quietly(&ops, &co).await;
+    support::openshift::assert_real_crds(&admin, "Default").await;
 }
 
 #[tokio::test]
 async fn the_run_timeout_stops_a_wait_and_reports_it() {
     let conn = apply_util::connection(None).await;
-    let admin = support::admin_client().await;
+    let admin = support::openshift::shared_plane_crds().await;
     let co = support::unique_name("slow");
     let dir = tempfile::tempdir().unwrap();
     apply_util::write_payload(
         dir.path(),
         "4.0.0",
-        &[
-            apply_util::clusteroperator_crd(),
-            (
-                "0000_50_slow_00_clusteroperator.yaml".into(),
-                apply_util::cluster_operator(&co, "4.0.0"),
-            ),
-        ],
+        &[(
+            "0000_50_slow_00_clusteroperator.yaml".into(),
+            apply_util::cluster_operator(&co, "4.0.0"),
+        )],
     );
     let plan = apply_util::plan(dir.path(), Mode::Updating);
     let mut options = apply_util::options();
@@ -209,4 +209,5 @@ async fn the_run_timeout_stops_a_wait_and_reports_it() {
     )));
     let ops = apply_util::operators(&admin);
     support::delete_quietly(&ops, &co).await;
+    support::openshift::assert_real_crds(&admin, "Default").await;
 }

@@ -26,13 +26,17 @@ fn apply() -> PatchParams {
     PatchParams::apply(MANAGER).force()
 }
 
-/// Polls `f` every 200 ms until it returns `Ok(Some(_))`, for at most `limit`.
+/// Retries `f` with exponential backoff (10 ms doubling to 500 ms) until it returns
+/// `Ok(Some(_))`, for at most `limit`. Only for server conditions that no watch reports: the
+/// handler of a just-Established CRD and the RBAC authorizer's cache are internal to the API
+/// server; the only way to learn they are ready is to ask again.
 async fn poll<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
 {
     let deadline = tokio::time::Instant::now() + limit;
+    let mut backoff = Duration::from_millis(10);
     loop {
         if let Some(v) = f().await? {
             return Ok(v);
@@ -41,7 +45,8 @@ where
             tokio::time::Instant::now() < deadline,
             "timed out after {limit:?} waiting for {what}"
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
     }
 }
 

@@ -20,13 +20,7 @@ use minicvo::cvo::version_hash::version_hash;
 use minicvo::{LoadOptions, Mode};
 use serde_json::{Value, json};
 
-const VARIANTS: [&str; 5] = [
-    "Default",
-    "OKD",
-    "TechPreviewNoUpgrade",
-    "DevPreviewNoUpgrade",
-    "CustomNoUpgrade",
-];
+use crate::support::openshift::CLUSTER_VERSION_VARIANTS as VARIANTS;
 
 fn cluster_versions(client: &Client) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");

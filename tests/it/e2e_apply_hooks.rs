@@ -83,21 +83,22 @@ async fn initializing_mode_waits_for_a_parallel_crd_and_namespace() {
     let crds: kube::Api<
         k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     > = kube::Api::all(client.clone());
-    for n in [format!("gadgets.{group}"), format!("others.other{group}")] {
+    let gadgets = format!("gadgets.{group}");
+    let uid = crds.get(&gadgets).await.unwrap().metadata.uid.unwrap();
+    for n in [gadgets.clone(), format!("others.other{group}")] {
         support::delete_quietly(&crds, &n).await;
     }
-    let gone = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while crds
-            .get_opt(&format!("gadgets.{group}"))
-            .await
-            .unwrap()
-            .is_some()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    })
+    // Wait for the watch to see it gone.
+    let gone = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(
+            crds.clone(),
+            &gadgets,
+            kube::runtime::wait::conditions::is_deleted(&uid),
+        ),
+    )
     .await;
-    assert!(gone.is_ok(), "CRD not deleted");
+    assert!(gone.is_ok_and(|r| r.is_ok()), "CRD not deleted");
     let started = std::time::Instant::now();
     let run = cli_support::minicvo(&[
         "apply",

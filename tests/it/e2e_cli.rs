@@ -6,7 +6,6 @@ use crate::support;
 use crate::support::cli as cli_support;
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -21,13 +20,20 @@ async fn e2e_upgrade_writes_timeline_trace_and_junit_and_exits_1_on_the_buggy_or
     let file = |n: &str| dir.path().join(n).display().to_string();
     let (timeline, trace, junit) = (file("timeline.json"), file("trace.json"), file("junit.xml"));
     let kc = kubeconfig();
+    let admin = support::openshift::shared_plane_crds().await;
+    let (old, new) = (
+        support::openshift::sample("old").display().to_string(),
+        support::openshift::sample("new-buggy")
+            .display()
+            .to_string(),
+    );
     let args = [
         "e2e",
         "upgrade",
         "--from",
-        "payload/old",
+        &old,
         "--to",
-        "payload/new-buggy",
+        &new,
         "--kubeconfig",
         &kc,
         "--clean",
@@ -100,6 +106,7 @@ async fn e2e_upgrade_writes_timeline_trace_and_junit_and_exits_1_on_the_buggy_or
     );
     assert!(xml.contains("<failure message=\"1 finding: ClusterRoleBinding default-account-openshift-machine-config-operator was deleted"), "{xml}");
     assert!(xml.contains("name=\"install completed\""), "{xml}");
+    support::openshift::assert_real_crds(&admin, "Default").await;
 }
 
 #[tokio::test]
@@ -271,20 +278,14 @@ async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
 
 #[tokio::test]
 async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payload() {
-    // It applies the shared ClusterOperator CRD, which the fixed-name tests delete.
+    // It records ClusterVersion `version`, shared with the fixed-name tests.
     let _lock = support::fixed_names_lock().await;
-    // A one-operator payload with unique names: ClusterOperator CRD, namespace, Deployment,
-    // ClusterOperator.
+    let client = support::openshift::shared_plane_crds().await;
+    // A one-operator payload with unique names: namespace, Deployment, ClusterOperator.
     let dir = tempfile::tempdir().unwrap();
     let name = support::unique_name("simop");
     let rm = dir.path().join("release-manifests");
     std::fs::create_dir_all(&rm).unwrap();
-    let crd = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("payload/new/release-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
-    )
-    .unwrap();
-    std::fs::write(rm.join("0000_00_cvo_01_crd.yaml"), crd).unwrap();
     let inc =
         "annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"";
     std::fs::write(
@@ -312,18 +313,17 @@ async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payl
     let payload = dir.path().display().to_string();
     let kc = kubeconfig();
     // The simulator runs in the background; apply waits until it reports 2.0.0.
-    let mut sim = std::process::Command::new(assert_cmd::cargo::cargo_bin("minicvo"))
-        .args([
-            "simulate",
-            &payload,
-            "--kubeconfig",
-            &kc,
-            "--release-version",
-            "2.0.0",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sim = cli_support::command(&[
+        "simulate",
+        &payload,
+        "--kubeconfig",
+        &kc,
+        "--release-version",
+        "2.0.0",
+    ])
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let run = cli_support::minicvo(&[
         "apply",
         &payload,
@@ -352,7 +352,6 @@ async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payl
         )),
         "{sim_log}"
     );
-    let client = support::admin_client().await;
     support::delete_namespace(&client, &name).await;
     let co = kube::api::ApiResource {
         group: "config.openshift.io".into(),
@@ -361,7 +360,7 @@ async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payl
         kind: "ClusterOperator".into(),
         plural: "clusteroperators".into(),
     };
-    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client, &co);
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client.clone(), &co);
     support::delete_quietly(&api, &name).await;
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    support::openshift::assert_real_crds(&client, "Default").await;
 }

@@ -8,7 +8,7 @@
 
 use crate::support::{self, corpus};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use minicvo::e2e::{
@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 const BINDING: &str = "default-account-openshift-machine-config-operator";
 const OPERATOR_NS: &str = "openshift-machine-config-operator";
 
+/// The bundled sample without its stand-in ClusterOperator and ClusterVersion CRDs: the
+/// shared plane serves the real ones, and `--clean` would delete a payload's CRDs.
 fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("payload")
-        .join(name)
+    support::openshift::sample(name)
 }
 
 async fn clients() -> Clients {
@@ -60,10 +60,12 @@ fn corpus_options(from: &str, to: &str) -> UpgradeOptions {
 
 async fn run(options: UpgradeOptions) -> UpgradeReport {
     let _lock = support::fixed_names_lock().await;
+    let admin = support::openshift::shared_plane_crds().await;
     let report = e2e::upgrade(&clients().await, &options, None, CancellationToken::new())
         .await
         .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
     eprintln!("{}", report.text());
+    support::openshift::assert_real_crds(&admin, "Default").await;
     report
 }
 
@@ -243,7 +245,10 @@ async fn mco_upgrade_after_fix_deletes_binding_after_clusteroperator_reports() {
 
 #[tokio::test]
 async fn openshift_multi_installs_and_upgrades_completely() {
-    let mut o = options(corpus("openshift-multi"), corpus("openshift-multi"));
+    // Without its ClusterOperator and ClusterVersion CRDs: the real ones are served already,
+    // and `--clean` would delete them under the other tests.
+    let multi = support::openshift::without_real_crds(&corpus("openshift-multi"));
+    let mut o = options(multi.clone(), multi);
     o.from_version = Some("4.16.0".into());
     o.to_version = Some("4.17.0".into());
     o.stub_missing_crds = true;

@@ -318,3 +318,142 @@ fn image_without_release_manifests_is_refused() {
     let left: Vec<_> = std::fs::read_dir(cli.cache_dir()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Pushes a one-layer release image of a small payload (a namespace and a ConfigMap holding
+/// `value`, release `version`) as `host/repo_tag`; returns its pull spec by digest.
+fn push_small(host: &str, repo_tag: &str, ns: &str, version: &str, value: &str) -> String {
+    let inc = "    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let mut layout = Layout::new(dir.path());
+    let mut layer = Layer::new();
+    layer
+        .dir("release-manifests/")
+        .file(
+            "release-manifests/release-metadata",
+            format!(r#"{{"kind": "cincinnati-metadata-v0", "version": "{version}"}}"#).as_bytes(),
+        )
+        .file(
+            "release-manifests/0000_50_img_00_ns.yaml",
+            format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n  annotations:\n{inc}")
+                .as_bytes(),
+        )
+        .file(
+            "release-manifests/0000_50_img_01_cm.yaml",
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: {ns}\n  annotations:\n{inc}data:\n  value: \"{value}\"\n"
+            )
+            .as_bytes(),
+        );
+    let image = layout.image(&[layer.tar_gz()], "linux/amd64");
+    layout.add(image, None);
+    let reference = format!("{host}/{repo_tag}");
+    crane_push(dir.path(), &reference, false, None);
+    let v: serde_json::Value =
+        serde_json::from_str(&Cli::new().ok(&["plan", "-o", "json", &reference])).unwrap();
+    v["image"]["pullSpec"].as_str().unwrap().to_string()
+}
+
+/// `minicvo apply IMAGE` records the image by digest, as the CVO records the release it
+/// runs, in the real ClusterVersion: `desired.image` and the history entry's image; the mode
+/// is chosen by that pull spec (the same image reconciles, another image of the same version
+/// updates).
+#[tokio::test]
+async fn apply_of_an_image_records_its_pull_spec_by_digest_in_clusterversion() {
+    use crate::support;
+    // ClusterVersion `version` is shared with the other fixed-name tests.
+    let _lock = support::fixed_names_lock().await;
+    let admin = support::openshift::shared_plane_crds().await;
+    let registry = Registry::crane();
+    let ns = support::NamespaceGuard::adopt(support::unique_name("img-apply"));
+    let version = "4.99.7";
+    let a = push_small(&registry.host, "release:a", &ns, version, "a");
+    let b = push_small(&registry.host, "release:b", &ns, version, "b");
+    assert_ne!(a, b);
+    let kc = std::env::var(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG");
+    let cli = Cli::new();
+    let apply = |image: &str, extra: &[&str]| {
+        let mut args = vec!["apply", image, "--kubeconfig", kc.as_str(), "--no-progress"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = cli.run(&args);
+        assert!(ok, "minicvo apply {image} failed:\n{out}\n{err}");
+        err
+    };
+    let gvk = kube::api::GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
+    let cvs: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        admin.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, "clusterversions"),
+    );
+    let status = || async { cvs.get("version").await.unwrap().data["status"].clone() };
+
+    // The tag is resolved to a digest; the digest is what the cluster records.
+    apply(
+        &format!("{}/release:a", registry.host),
+        &["--mode", "updating"],
+    );
+    let s = status().await;
+    assert_eq!(s["desired"]["image"], a.as_str(), "{s:#}");
+    assert_eq!(s["desired"]["version"], version);
+    assert_eq!(s["history"][0]["image"], a.as_str(), "{s:#}");
+    assert_eq!(s["history"][0]["version"], version);
+    assert_eq!(s["history"][0]["state"], "Completed");
+
+    let err = apply(&a, &[]);
+    assert!(
+        err.contains(&format!(
+            "mode: reconciling (the cluster already runs {version})"
+        )),
+        "{err}"
+    );
+    let err = apply(&format!("{}/release:b", registry.host), &[]);
+    assert!(
+        err.contains(&format!("mode: updating (the cluster runs {version})")),
+        "{err}"
+    );
+    let s = status().await;
+    assert_eq!(s["desired"]["image"], b.as_str(), "{s:#}");
+    assert_eq!(s["history"][0]["image"], b.as_str(), "{s:#}");
+    assert_eq!(s["history"][0]["state"], "Completed");
+    assert_eq!(s["history"][1]["image"], a.as_str(), "{s:#}");
+    support::openshift::assert_real_crds(&admin, "Default").await;
+}
+
+/// Docker archives written by crane plan like the payload directory: its default tarball
+/// format (`manifest.json`, the config, compressed layers named by digest) and
+/// `--format=legacy` (classic `docker save`: uncompressed `ID/layer.tar`, checked against the
+/// config's diff_ids).
+#[test]
+fn docker_archives_written_by_crane_plan_like_their_directory() {
+    let registry = Registry::crane();
+    let _l = push_payload(&registry.host, "release:after", "mco-after-fix");
+    let tmp = tempfile::tempdir().unwrap();
+    let cli = Cli::new();
+    let want = plan_json(&cli, shared_payload("mco-after-fix").to_str().unwrap());
+    for (format, layer_suffix) in [("tarball", ".tar.gz"), ("legacy", "/layer.tar")] {
+        let archive = tmp.path().join(format!("{format}.tar"));
+        let out = std::process::Command::new(image_support::tool("crane"))
+            .args(["pull", "--insecure", "--format", format])
+            .arg(format!("{}/release:after", registry.host))
+            .arg(&archive)
+            .output()
+            .expect("run crane pull");
+        assert!(
+            out.status.success(),
+            "crane pull --format {format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // A docker archive: manifest.json at the top naming the layer files, no OCI index.
+        let names: Vec<String> = tar::Archive::new(std::fs::File::open(&archive).unwrap())
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert!(names.iter().any(|n| n == "manifest.json"), "{names:?}");
+        assert!(!names.iter().any(|n| n == "index.json"), "{names:?}");
+        assert!(
+            names.iter().any(|n| n.ends_with(layer_suffix)),
+            "{format}: {names:?}"
+        );
+        let got = plan_json(&cli, &format!("docker-archive:{}", archive.display()));
+        assert_eq!(got, want, "{format}");
+    }
+}

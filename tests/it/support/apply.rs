@@ -41,19 +41,18 @@ pub fn kubeconfig() -> PathBuf {
 /// PAYLOAD`, the built binary against the test plane, ready to run or spawn (wrap it in
 /// `assert_cmd::Command::from_std` for a timeout).
 pub fn apply_command(payload: &Path, extra: &[&str]) -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_minicvo"));
-    c.args([
+    let mut c = super::cli::command(&[
         "apply",
         "--no-cluster-version",
         "--no-progress",
         "-o",
         "json",
-    ])
-    .args(extra)
-    .arg("--kubeconfig")
-    .arg(kubeconfig())
-    .arg(payload)
-    .env_remove("KUBECONFIG");
+    ]);
+    c.args(extra)
+        .arg("--kubeconfig")
+        .arg(kubeconfig())
+        .arg(payload)
+        .env_remove("KUBECONFIG");
     c
 }
 
@@ -72,14 +71,17 @@ pub fn write_payload(dir: &Path, version: &str, files: &[(String, String)]) -> P
     dir.to_path_buf()
 }
 
-/// The bundled ClusterOperator CRD (the same on every test, so applying it concurrently is a
-/// no-op for all but the first).
+/// The real ClusterOperator CRD of the corpus (file name and text, read by path), for a test
+/// payload that carries it: applying it leaves the CRD the shared plane serves unchanged.
+/// A test that only needs the kind served calls
+/// [`crate::support::openshift::shared_plane_crds`] instead.
 pub fn clusteroperator_crd() -> (String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let name = "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml";
+    let name = crate::support::openshift::CLUSTER_OPERATOR_CRD;
+    let path = crate::support::corpus("openshift-multi/release-manifests").join(name);
     (
         name.to_string(),
-        std::fs::read_to_string(root.join("payload/new/release-manifests").join(name)).unwrap(),
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())),
     )
 }
 
@@ -158,9 +160,9 @@ pub fn operators(client: &Client) -> Api<DynamicObject> {
     )
 }
 
-/// Sets a ClusterOperator's status to done at `version` (Available, not Degraded), waiting
-/// for the operator to exist first. Returns the instant just before the status write that
-/// succeeded was sent.
+/// Sets a ClusterOperator's status to done at `version` (Available, not Degraded), once a
+/// watch has seen the operator created. Returns the instant just before the status write was
+/// sent.
 pub async fn finish_operator(client: &Client, name: &str, version: &str) -> tokio::time::Instant {
     let api = operators(client);
     let status = json!({"status": {
@@ -171,23 +173,20 @@ pub async fn finish_operator(client: &Client, name: &str, version: &str) -> toki
             {"type": "Progressing", "status": "False", "lastTransitionTime": "2025-01-01T00:00:00Z"},
         ],
     }});
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let sent = tokio::time::Instant::now();
-        match api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-        {
-            Ok(_) => return sent,
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => panic!("cannot set the status of clusteroperator {name}: {e}"),
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "clusteroperator {name} was never created"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        kube::runtime::wait::await_condition(api.clone(), name, |o: Option<&DynamicObject>| {
+            o.is_some()
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("clusteroperator {name} was never created"))
+    .unwrap_or_else(|e| panic!("watching clusteroperator {name}: {e}"));
+    let sent = tokio::time::Instant::now();
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap_or_else(|e| panic!("cannot set the status of clusteroperator {name}: {e}"));
+    sent
 }
 
 /// The first event matching `f`, with its index.

@@ -516,6 +516,8 @@ pub fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Outcome {
             let _ = child.kill();
             break child.wait().unwrap();
         }
+        // Sampling the child's peak memory while it runs (and enforcing the timeout), not a
+        // synchronisation: the exit itself is seen by try_wait.
         std::thread::sleep(Duration::from_millis(2));
     };
     let elapsed = start.elapsed();

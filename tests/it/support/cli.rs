@@ -18,16 +18,20 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Runs `minicvo ARGS` from the crate root, with colours off.
-pub fn minicvo(args: &[&str]) -> Run {
-    let out = assert_cmd::Command::cargo_bin("minicvo")
-        .expect("binary built")
-        .current_dir(root())
+/// `minicvo ARGS` from the crate root, with colours off and `RUST_LOG` unset, ready to run or
+/// spawn (e.g. a background `minicvo simulate`): the one way the tests start the binary.
+pub fn command(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_minicvo"));
+    c.current_dir(root())
         .env("NO_COLOR", "1")
         .env_remove("RUST_LOG")
-        .args(args)
-        .output()
-        .expect("runs");
+        .args(args);
+    c
+}
+
+/// Runs `minicvo ARGS` (see [`command`]) to completion.
+pub fn minicvo(args: &[&str]) -> Run {
+    let out = command(args).output().expect("runs");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: stable(&String::from_utf8_lossy(&out.stdout)),

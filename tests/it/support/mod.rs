@@ -21,6 +21,9 @@
 //! | `tests/fault_support/` (`mod fault_support;`) | [`fault`] (`use crate::support::fault as fault_support;`) |
 //! | `tests/bad_cases/mod.rs` (`mod bad_cases;`) | [`bad_cases`] |
 //!
+//! Cluster tests that touch ClusterOperator or ClusterVersion run against the real CRDs of
+//! `../shared/payloads/openshift-multi`, never a stand-in: see [`openshift`].
+//!
 //! A new test topic is a file `tests/it/<topic>.rs` with a `mod <topic>;` line in
 //! `tests/it/main.rs`; it reaches the helpers through `crate::support`.
 
@@ -29,6 +32,7 @@ pub mod bad_cases;
 pub mod cli;
 pub mod fault;
 pub mod image;
+pub mod openshift;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

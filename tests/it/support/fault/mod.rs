@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use kube::Client;
@@ -25,16 +24,10 @@ use serde_json::{Value, json};
 /// The annotation every manifest needs to be included with the default profile.
 pub const INCLUDE: &str = "include.release.openshift.io/self-managed-high-availability";
 
-/// The built binary.
-pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_minicvo"))
-}
-
-/// The bundled sample payloads.
+/// The bundled sample payload `name`, without its stand-in ClusterOperator and ClusterVersion
+/// CRDs (the plane serves the real ones, see [`crate::support::openshift`]).
 pub fn sample(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("payload")
-        .join(name)
+    crate::support::openshift::sample(name)
 }
 
 /// Loads and plans a payload the way `minicvo apply` does (placeholder substituted).
@@ -232,7 +225,7 @@ impl Run {
 
 /// Starts `minicvo apply PAYLOAD --kubeconfig KC -o json --no-progress EXTRA...`.
 pub fn spawn_apply(payload: &Path, kubeconfig: &Path, extra: &[&str]) -> Child {
-    Command::new(binary())
+    crate::support::cli::command(&[])
         .arg("apply")
         .arg(payload)
         .arg("--kubeconfig")
@@ -252,23 +245,18 @@ pub fn spawn_apply(payload: &Path, kubeconfig: &Path, extra: &[&str]) -> Child {
 /// Waits for a spawned apply (at most `timeout`, then kills it) and collects its output.
 pub fn finish(child: Child, started: Instant, timeout: Duration) -> Run {
     let pid = child.id();
-    let watchdog_done = Arc::new(AtomicBool::new(false));
-    let done = watchdog_done.clone();
+    // The watchdog kills the child unless told it finished before the timeout.
+    let (finished, watchdog) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
-        while started.elapsed() < timeout {
-            if done.load(Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        if !done.load(Ordering::SeqCst) {
+        let left = timeout.saturating_sub(started.elapsed());
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watchdog.recv_timeout(left) {
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
         }
     });
     let out = child.wait_with_output().expect("minicvo finishes");
-    watchdog_done.store(true, Ordering::SeqCst);
+    let _ = finished.send(());
     Run {
         code: out.status.code(),
         report: serde_json::from_slice(&out.stdout).ok(),
@@ -288,25 +276,27 @@ pub fn apply(payload: &Path, kubeconfig: &Path, extra: &[&str]) -> Run {
 }
 
 /// Plays the sample's operators: while running, every ClusterOperator the plan waits on is
-/// given a done status at the plan's version as soon as it exists.
+/// given a done status at the plan's version once a watch sees it (after `delay`).
 pub struct OperatorPlayer {
-    stop: Arc<AtomicBool>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl OperatorPlayer {
-    /// Starts playing the operators of `plan`: each is done `delay` after it first exists (a
-    /// delay makes minicvo watch it).
+    /// Starts playing the operators of `plan`: each is done `delay` after the watch first sees
+    /// it (the operator's working time; a delay makes minicvo watch it). An operator seen again
+    /// without the version (e.g. recreated) is reported again.
     pub fn start(client: Client, plan: &Plan, delay: Duration) -> Self {
+        use futures::StreamExt as _;
+        use kube::runtime::WatchStreamExt as _;
         let version = plan.version.clone().unwrap_or_default();
-        let names: Vec<String> = plan
+        let names: BTreeSet<String> = plan
             .tasks
             .iter()
             .filter(|t| t.action == Action::Wait)
             .map(|t| t.manifest.id.name.clone())
             .collect();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterOperator");
             let api: Api<DynamicObject> = Api::all_with(
@@ -321,33 +311,73 @@ impl OperatorPlayer {
                     {"type": "Progressing", "status": "False", "lastTransitionTime": "2025-01-01T00:00:00Z"},
                 ],
             }});
-            let mut first_seen: BTreeMap<String, Instant> = BTreeMap::new();
-            while !flag.load(Ordering::SeqCst) {
-                for name in &names {
-                    let Ok(co) = api.get(name).await else {
-                        continue;
-                    };
-                    let seen = *first_seen.entry(name.clone()).or_insert_with(Instant::now);
-                    if seen.elapsed() >= delay
-                        && co.data["status"]["versions"][0]["version"] != version
-                    {
-                        let _ = api
-                            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-                            .await;
-                    }
+            let mut events = std::pin::pin!(
+                kube::runtime::watcher(api.clone(), kube::runtime::watcher::Config::default())
+                    .default_backoff()
+                    .applied_objects()
+            );
+            let mut first_seen: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
+            // Reports in flight (dropped, so aborted, when the player stops).
+            let mut reports: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
+            let pending = Arc::new(std::sync::Mutex::new(BTreeSet::<String>::new()));
+            loop {
+                let co = tokio::select! {
+                    _ = &mut stopped => break,
+                    ev = events.next() => match ev {
+                        Some(Ok(co)) => co,
+                        // The watcher retries with backoff by itself.
+                        Some(Err(_)) => continue,
+                        None => break,
+                    },
+                };
+                let Some(name) = co.metadata.name.clone() else {
+                    continue;
+                };
+                if !names.contains(&name) || co.data["status"]["versions"][0]["version"] == version
+                {
+                    continue;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                if !pending.lock().unwrap().insert(name.clone()) {
+                    continue;
+                }
+                let due = *first_seen
+                    .entry(name.clone())
+                    .or_insert_with(tokio::time::Instant::now)
+                    + delay;
+                let (api, status, pending) = (api.clone(), status.clone(), pending.clone());
+                reports.spawn(async move {
+                    // The operator's working time, not a synchronisation.
+                    tokio::time::sleep_until(due).await;
+                    // A failed write (the API server restarting) is retried with backoff: no
+                    // event says the server is back.
+                    let mut backoff = Duration::from_millis(50);
+                    for _ in 0..20 {
+                        let patch = Patch::Merge(&status);
+                        if api
+                            .patch_status(&name, &PatchParams::default(), &patch)
+                            .await
+                            .is_ok()
+                        {
+                            break;
+                        }
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(2));
+                    }
+                    pending.lock().unwrap().remove(&name);
+                });
             }
         });
         OperatorPlayer {
-            stop,
+            stop: Some(stop),
             task: Some(task),
         }
     }
 
     /// Stops playing.
     pub async fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }

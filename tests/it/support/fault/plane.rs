@@ -145,9 +145,12 @@ impl Plane {
             // Started by us: reap it.
             let _ = ours.wait();
         }
+        // The plane script's kube-apiserver is not our child, so no wait() reports its exit:
+        // check /proc until it is gone.
         while std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty()) {
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The outage itself (the fault under test), not a synchronisation.
         std::thread::sleep(down);
         let log = std::fs::OpenOptions::new()
             .append(true)
@@ -168,7 +171,9 @@ impl Plane {
         *restarted = Some(child);
         drop(restarted);
         let (ca, _, _) = self.pki();
+        // Readiness is a server condition no event reports: ask /readyz with backoff.
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut backoff = Duration::from_millis(20);
         loop {
             let ok = Command::new("curl")
                 .args(["-fsS", "--max-time", "2", "--cacert"])
@@ -185,7 +190,8 @@ impl Plane {
                 Instant::now() < deadline,
                 "kube-apiserver did not come back within 60 s"
             );
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(500));
         }
     }
 }

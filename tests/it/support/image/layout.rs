@@ -167,7 +167,25 @@ impl Layout {
     /// An image of the given layer descriptors.
     pub fn image_with(&self, layers: Vec<Value>, platform: &str) -> Value {
         let (os, arch) = platform.split_once('/').unwrap();
-        let diff_ids: Vec<String> = layers.iter().map(|_| digest(b"")).collect();
+        // The digests of the uncompressed layers, as a real image config lists them (what
+        // `crane pull --format=legacy` and docker archives are checked against).
+        let diff_ids: Vec<String> = layers
+            .iter()
+            .map(|l| {
+                let blob = std::fs::read(self.blob_path(l["digest"].as_str().unwrap()))
+                    .unwrap_or_default();
+                if blob.starts_with(&[0x1f, 0x8b]) {
+                    let mut raw = Vec::new();
+                    std::io::Read::read_to_end(
+                        &mut flate2::read::GzDecoder::new(&blob[..]),
+                        &mut raw,
+                    )
+                    .map_or_else(|_| digest(&blob), |_| digest(&raw))
+                } else {
+                    digest(&blob)
+                }
+            })
+            .collect();
         let config = json!({"architecture": arch, "os": os, "rootfs": {"type": "layers", "diff_ids": diff_ids}});
         let config = self.blob(
             "application/vnd.oci.image.config.v1+json",

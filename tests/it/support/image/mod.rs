@@ -186,8 +186,7 @@ impl Cli {
 
     /// Runs minicvo with `args`; returns (success, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_minicvo"))
-            .args(args)
+        let out = super::cli::command(args)
             .env("HOME", self.home.path())
             .env("XDG_CACHE_HOME", self.home.path().join("cache"))
             .env_remove("REGISTRY_AUTH_FILE")
