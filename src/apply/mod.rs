@@ -104,6 +104,9 @@ pub struct ApplyOptions {
     pub record_cluster_version: bool,
     /// Release image pull spec, for the ClusterVersion history.
     pub release_image: String,
+    /// The run's capabilities (enabled, known, implicitly enabled) for the ClusterVersion
+    /// status ([`crate::cvo::capabilities::for_run`]); `None`: every known one enabled.
+    pub capabilities: Option<crate::cvo::capabilities::CapabilityStatus>,
     /// The preflight before anything is written ([`preflight::ensure`]): missing kinds
     /// and namespaces are an error, or get the stand-ins allowed here. `None` skips it, for a
     /// caller that already checked (the e2e harness checks both payloads at once).
@@ -119,6 +122,7 @@ impl Default for ApplyOptions {
             wait_deletes: false,
             record_cluster_version: true,
             release_image: String::new(),
+            capabilities: None,
             preflight: Some(StandIns::default()),
         }
     }
@@ -223,6 +227,10 @@ pub async fn run(
                     version_hash: crate::cvo::version_hash::version_hash(
                         plan.tasks.iter().map(|t| &t.manifest),
                     ),
+                    capabilities: options
+                        .capabilities
+                        .clone()
+                        .unwrap_or_else(crate::cvo::capabilities::CapabilityStatus::all),
                 },
             ));
             observers.push(r.clone());
