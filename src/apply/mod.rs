@@ -38,7 +38,9 @@
 //!   time at or after the start mean this run changed the object ([`actions::Baseline`]).
 //! - **Watches instead of re-walking the graph** (cvo.md §7, §11 #560, #818). A ClusterOperator
 //!   wait watches the operator and the next run-level starts the moment it is done, instead
-//!   of failing the pass and re-walking it after a backoff. A CRD is waited on until
+//!   of failing the pass and re-walking it after a backoff. The wait gives its worker back
+//!   while it waits ([`engine`]), so the rest of the run-level is applied in the same walk,
+//!   as in the CVO's first pass. A CRD is waited on until
 //!   `Established` (the CVO's #771 check), then its kinds are served at once.
 //! - **Precreation with server-side apply.** A missing ClusterOperator (and ClusterVersion) is
 //!   created with an apply, not the CVO's CREATE: the API server holds every POST to a CRD
