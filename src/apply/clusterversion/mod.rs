@@ -21,7 +21,10 @@
 //!
 //! Differences from the CVO: progress counts every task of the plan, apply-time skips
 //! included, so a complete run reaches 100% (the CVO's total includes skipped manifests and
-//! never does); writes are throttled to one every 2 s (the CVO: one per 15 s); re-applying the
+//! never does); Failing is set when a task fails or an operator's state says so, not at the
+//! end of a pass (the CVO's pass ends soon after, its waits failing fast); a Degraded operator
+//! while initializing (a Report-effect error) is not shown; writes are throttled to one every
+//! 2 s (the CVO: one per 15 s), except when a failure appears or goes away; re-applying the
 //! version the history already shows as Completed writes nothing unless the outcome changed
 //! (the CVO's reconciling mode). Status is written as the CVO writes it: the whole object PUT
 //! to the `status` subresource; a rejected write fails the run.
