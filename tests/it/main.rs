@@ -35,6 +35,7 @@ mod cluster_version_real_crd;
 mod conformance;
 mod e2e_apply_hooks;
 mod e2e_cli;
+mod e2e_implicit_capabilities;
 mod e2e_upgrade;
 mod fuzz_corpus;
 mod load_errors;
