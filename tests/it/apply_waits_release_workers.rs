@@ -111,6 +111,22 @@ async fn await_cv(
     }
 }
 
+/// `kubectl get clusterversion version --no-headers`.
+fn kubectl_line(kubectl: &std::path::Path, kubeconfig: &std::path::Path) -> String {
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["get", "clusterversion", "version", "--no-headers"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
 #[tokio::test]
 async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports() {
     let plane = plane::Plane::start();
@@ -138,9 +154,14 @@ async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports(
     );
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
 
+    let kubectl = {
+        let (bin, kubeconfig) = (plane.kubectl(), plane.kubeconfig());
+        move || kubectl_line(&bin, &kubeconfig)
+    };
     let watched = apply_util::Watched::new();
     let player = {
         let watched = watched.clone();
+        let kubectl = kubectl.clone();
         let (operators, versions, config_maps) =
             (operators.clone(), versions.clone(), config_maps.clone());
         tokio::spawn(async move {
@@ -203,6 +224,17 @@ async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports(
                 ),
             )
             .await;
+            // `kubectl get clusterversion`: no completed version yet (VERSION is empty),
+            // AVAILABLE False, PROGRESSING True, the CVO's message.
+            let line = kubectl();
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(&cols[..3], ["version", "False", "True"], "{line}");
+            assert!(
+                line.ends_with(
+                    "Working towards 2.0.0: 5 of 10 done (50% complete), waiting on a-op, b-op, c-op, d-op"
+                ),
+                "{line}"
+            );
             for op in OPERATORS {
                 report(&operators, op, "2.0.0").await;
             }
@@ -246,13 +278,7 @@ async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports(
     );
 
     // `kubectl get clusterversion` as the CVO shows a completed update.
-    let out = std::process::Command::new(plane.kubectl())
-        .arg("--kubeconfig")
-        .arg(plane.kubeconfig())
-        .args(["get", "clusterversion", "version", "--no-headers"])
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout).trim_end().to_string();
+    let line = kubectl();
     let cols: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(&cols[..4], ["version", "2.0.0", "True", "False"], "{line}");
     assert!(line.ends_with("Cluster version is 2.0.0"), "{line}");
