@@ -241,6 +241,8 @@ pub async fn run_graph<R: TaskRunner>(
             p = workers.clone().acquire_owned(), if startable => Next::Worker(p),
         };
         let joined = match next {
+            // Stopped while waiting for a worker: start nothing new.
+            Next::Worker(_) if stop.is_cancelled() => continue,
             Next::Worker(p) => {
                 let permit = p.expect("the worker pool is never closed");
                 let i = ready.pop_first().expect("ready is not empty");
