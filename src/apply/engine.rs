@@ -2,6 +2,12 @@
 //!
 //! - A node becomes ready when every predecessor succeeded. Ready nodes start lowest index
 //!   first (the CVO's priority), at most `parallelism` at a time.
+//! - A ClusterOperator wait ([`Action::Wait`]) gives its worker back while it waits and takes
+//!   one again before the node's next task. The CVO's check fails at once and its pass walks
+//!   the rest of the graph, so every node of a run-level gets its manifests applied in the
+//!   first pass however many operators are not done; here the same happens in one walk, with
+//!   the wait still watching its operator. A node (and so the next run-level) finishes only
+//!   once its waits are over.
 //! - A node runs its tasks in order; the first failed task ends the node. A failed node never
 //!   releases its dependents, but independent nodes (siblings in the run-level included) run
 //!   to the end.
@@ -17,6 +23,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -197,21 +204,53 @@ pub async fn run_graph<R: TaskRunner>(
     let mut not_run: Vec<usize> = Vec::new();
     let mut running: JoinSet<(usize, NodeState, Vec<usize>)> = JoinSet::new();
     let mut ids = std::collections::HashMap::new();
-
-    loop {
-        while !stop.is_cancelled() && running.len() < parallelism {
-            let Some(i) = ready.pop_first() else { break };
-            let handle = running.spawn(run_node(
+    // The workers: a running node holds one, except while a ClusterOperator wait of it waits.
+    let workers = Arc::new(Semaphore::new(parallelism));
+    let spawn = |i: usize,
+                 permit: OwnedSemaphorePermit,
+                 running: &mut JoinSet<(usize, NodeState, Vec<usize>)>| {
+        running
+            .spawn(run_node(
                 plan.clone(),
                 runner.clone(),
                 i,
                 emitter.clone(),
                 stop.clone(),
-            ));
-            ids.insert(handle.id(), i);
+                Worker {
+                    pool: workers.clone(),
+                    permit: Some(permit),
+                },
+            ))
+            .id()
+    };
+
+    loop {
+        while !stop.is_cancelled() && !ready.is_empty() {
+            let Ok(permit) = workers.clone().try_acquire_owned() else {
+                break;
+            };
+            let i = ready.pop_first().expect("ready is not empty");
+            ids.insert(spawn(i, permit, &mut running), i);
         }
-        let Some(joined) = running.join_next_with_id().await else {
+        if running.is_empty() {
             break;
+        }
+        let startable = !stop.is_cancelled() && !ready.is_empty();
+        let next = tokio::select! {
+            j = running.join_next_with_id() => Next::Joined(j),
+            p = workers.clone().acquire_owned(), if startable => Next::Worker(p),
+        };
+        let joined = match next {
+            // Stopped while waiting for a worker: start nothing new.
+            Next::Worker(_) if stop.is_cancelled() => continue,
+            Next::Worker(p) => {
+                let permit = p.expect("the worker pool is never closed");
+                let i = ready.pop_first().expect("ready is not empty");
+                ids.insert(spawn(i, permit, &mut running), i);
+                continue;
+            }
+            Next::Joined(None) => break,
+            Next::Joined(Some(j)) => j,
         };
         let (i, state, skipped) = match joined {
             Ok((_, result)) => result,
@@ -245,12 +284,47 @@ pub async fn run_graph<R: TaskRunner>(
     }
 }
 
+/// What the scheduler woke up for.
+enum Next<J> {
+    /// A node finished (`None`: none is running).
+    Joined(Option<J>),
+    /// A worker is free for the next ready node.
+    Worker(Result<OwnedSemaphorePermit, tokio::sync::AcquireError>),
+}
+
+/// A node's hold on a worker of the pool.
+struct Worker {
+    pool: Arc<Semaphore>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Worker {
+    /// Gives the worker back (while a ClusterOperator wait waits).
+    fn release(&mut self) {
+        self.permit = None;
+    }
+
+    /// Takes a worker again before the node's next task.
+    async fn reacquire(&mut self) {
+        if self.permit.is_none() {
+            self.permit = Some(
+                self.pool
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the worker pool is never closed"),
+            );
+        }
+    }
+}
+
 async fn run_node<R: TaskRunner>(
     plan: Arc<Plan>,
     runner: Arc<R>,
     i: usize,
     emitter: Emitter,
     stop: CancellationToken,
+    mut worker: Worker,
 ) -> (usize, NodeState, Vec<usize>) {
     let tasks = &plan.graph.nodes[i].tasks;
     let run_level = tasks.first().and_then(|&t| plan.tasks[t].run_level.clone());
@@ -280,6 +354,7 @@ async fn run_node<R: TaskRunner>(
     let mut state = NodeState::Succeeded;
     let mut skipped = Vec::new();
     for (pos, &t) in tasks.iter().enumerate() {
+        worker.reacquire().await;
         if stop.is_cancelled() {
             state = NodeState::Interrupted;
             skipped.extend(&tasks[pos..]);
@@ -292,6 +367,15 @@ async fn run_node<R: TaskRunner>(
             let mut d = Done::new(Outcome::Skipped).attempts(0);
             d.detail.clone_from(&plan.tasks[t].skip_reason);
             Ok(d)
+        } else if plan.tasks[t].action == Action::Wait {
+            // The wait gives its worker back; the node takes one again before going on.
+            worker.release();
+            runner
+                .run_task(TaskContext {
+                    task: task.clone(),
+                    cancel: stop.clone(),
+                })
+                .await
         } else {
             runner
                 .run_task(TaskContext {
@@ -362,11 +446,16 @@ mod tests {
     use crate::plan::{self, Mode};
 
     /// A fake runner: each task sleeps for its configured time, and fails if configured to.
+    /// Wait tasks block until `waits_to_release` of them have started (then all end), or fail
+    /// after an hour.
     #[derive(Default)]
     struct Fake {
         sleep: HashMap<usize, Duration>,
         fail: Vec<usize>,
         started_nodes: Mutex<Vec<usize>>,
+        waits_to_release: usize,
+        waits_started: Mutex<usize>,
+        release: CancellationToken,
     }
 
     impl TaskRunner for Fake {
@@ -375,6 +464,20 @@ mod tests {
         }
 
         async fn run_task(&self, ctx: TaskContext) -> TaskResult {
+            if ctx.task.action == Action::Wait {
+                {
+                    let mut n = self.waits_started.lock().unwrap();
+                    *n += 1;
+                    if *n >= self.waits_to_release {
+                        self.release.cancel();
+                    }
+                }
+                return tokio::select! {
+                    () = self.release.cancelled() => Ok(Done::new(Outcome::Waited)),
+                    () = tokio::time::sleep(Duration::from_secs(3600)) =>
+                        Err(TaskError::failed("never released", 1)),
+                };
+            }
             let d = self
                 .sleep
                 .get(&ctx.task.id)
@@ -568,6 +671,59 @@ mod tests {
             )
         });
         assert!(interrupted);
+    }
+
+    /// Four components of one run-level, each a ConfigMap then a ClusterOperator wait, on two
+    /// workers: every ConfigMap is applied before any wait ends, and the next run-level starts
+    /// only after all of them.
+    #[tokio::test(start_paused = true)]
+    async fn waits_give_their_worker_back_and_still_hold_the_next_run_level() {
+        let mut files = Vec::new();
+        for c in ["a", "b", "c", "d"] {
+            files.push(format!("0000_10_{c}_00.yaml"));
+            files.push(format!("0000_10_{c}_01.yaml"));
+        }
+        files.push("0000_20_e_00.yaml".into());
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let mut p = (*plan_of(&names)).clone();
+        for t in [1, 3, 5, 7] {
+            p.tasks[t].action = Action::Wait;
+        }
+        let plan = Arc::new(p);
+        let fake = Fake {
+            waits_to_release: 4,
+            ..Fake::default()
+        };
+        let (out, events, _) = run(&plan, fake, 2, CancellationToken::new()).await;
+        assert!(out.all_succeeded(), "{out:?}");
+        let finished: Vec<usize> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::TaskFinished { task, .. } => Some(task.id),
+                _ => None,
+            })
+            .collect();
+        let at = |t: usize| finished.iter().position(|&x| x == t).unwrap();
+        let first_wait = [1, 3, 5, 7].map(at).into_iter().min().unwrap();
+        let last_wait = [1, 3, 5, 7].map(at).into_iter().max().unwrap();
+        for cm in [0, 2, 4, 6] {
+            assert!(
+                at(cm) < first_wait,
+                "{cm} applied after a wait ended: {finished:?}"
+            );
+        }
+        let started = events
+            .iter()
+            .position(|e| matches!(&e.kind, EventKind::TaskStarted { task } if task.id == 8))
+            .unwrap();
+        let last_wait_event = events
+            .iter()
+            .position(|e| matches!(&e.kind, EventKind::TaskFinished { task, .. } if task.id == finished[last_wait]))
+            .unwrap();
+        assert!(
+            started > last_wait_event,
+            "run-level 20 started before the waits ended"
+        );
     }
 
     #[tokio::test(start_paused = true)]

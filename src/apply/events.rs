@@ -349,6 +349,9 @@ pub enum EventKind {
         operator: String,
         /// Why it is not done, e.g. `operator=4.13.0 want 4.14.0`.
         blocking: Vec<String>,
+        /// The CVO's error for the operator's state (`checkOperatorHealth`), which its
+        /// ClusterVersion status reports; `None` when there is none.
+        error: Option<crate::cvo::error::UpdateError>,
     },
     /// The reasons a waited-on ClusterOperator is not done changed.
     #[serde(rename_all = "camelCase")]
@@ -359,6 +362,9 @@ pub enum EventKind {
         operator: String,
         /// Why it is not done.
         blocking: Vec<String>,
+        /// The CVO's error for the operator's state (`checkOperatorHealth`), which its
+        /// ClusterVersion status reports; `None` when there is none.
+        error: Option<crate::cvo::error::UpdateError>,
     },
     /// A waited-on ClusterOperator is done.
     #[serde(rename_all = "camelCase")]

@@ -39,7 +39,9 @@
 //!   time at or after the start mean this run changed the object ([`actions::Baseline`]).
 //! - **Watches instead of re-walking the graph** (cvo.md §7, §11 #560, #818). A ClusterOperator
 //!   wait watches the operator and the next run-level starts the moment it is done, instead
-//!   of failing the pass and re-walking it after a backoff. A CRD is waited on until
+//!   of failing the pass and re-walking it after a backoff. The wait gives its worker back
+//!   while it waits ([`engine`]), so the rest of the run-level is applied in the same walk,
+//!   as in the CVO's first pass. A CRD is waited on until
 //!   `Established` (the CVO's #771 check), then its kinds are served at once.
 //! - **Precreation with server-side apply.** A missing ClusterOperator (and ClusterVersion) is
 //!   created with an apply, not the CVO's CREATE: the API server holds every POST to a CRD
@@ -105,6 +107,9 @@ pub struct ApplyOptions {
     pub record_cluster_version: bool,
     /// Release image pull spec, for the ClusterVersion history.
     pub release_image: String,
+    /// The run's capabilities (enabled, known, implicitly enabled) for the ClusterVersion
+    /// status ([`crate::cvo::capabilities::for_run`]); `None`: every known one enabled.
+    pub capabilities: Option<crate::cvo::capabilities::CapabilityStatus>,
     /// The preflight before anything is written ([`preflight::ensure`]): missing kinds
     /// and namespaces are an error, or get the stand-ins allowed here. `None` skips it, for a
     /// caller that already checked (the e2e harness checks both payloads at once).
@@ -120,6 +125,7 @@ impl Default for ApplyOptions {
             wait_deletes: false,
             record_cluster_version: true,
             release_image: String::new(),
+            capabilities: None,
             preflight: Some(StandIns::default()),
         }
     }
@@ -248,6 +254,10 @@ pub async fn run(
                     version_hash: crate::cvo::version_hash::version_hash(
                         plan.tasks.iter().map(|t| &t.manifest),
                     ),
+                    capabilities: options
+                        .capabilities
+                        .clone()
+                        .unwrap_or_else(crate::cvo::capabilities::CapabilityStatus::all),
                 },
             ));
             observers.push(r.clone());

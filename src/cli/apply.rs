@@ -79,6 +79,11 @@ pub struct ApplyArgs {
     /// updating with --no-cluster-version.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<Mode>,
+    /// The payload the cluster runs now: the capabilities the update implicitly enables (an
+    /// object the cluster runs moved under a capability that is off) are enabled, their
+    /// manifests applied, and ClusterVersion records them (ImplicitlyEnabledCapabilities).
+    #[arg(long, value_name = "PAYLOAD")]
+    pub previous: Option<std::path::PathBuf>,
     /// The CVO's attempt counter for reconciling mode's order.
     #[arg(long, default_value_t = 0)]
     pub seed: usize,
@@ -140,41 +145,114 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from(d).map_err(|_| format!("{s:?}: a duration cannot be negative"))
 }
 
-/// The mode of the run: `--mode`, else the CVO's choice from the cluster's ClusterVersion
-/// (printed with the reason).
-async fn choose_mode(
+/// ClusterVersion `version` as the cluster has it (`None`: absent or not served), unless
+/// `--no-cluster-version`.
+async fn read_cluster_version(
     a: &ApplyArgs,
     client: &kube::Client,
-    payload: &minicvo::Payload,
-    release_image: &str,
-) -> anyhow::Result<Mode> {
-    if let Some(mode) = a.mode {
-        return Ok(mode);
-    }
+) -> anyhow::Result<Option<serde_json::Value>> {
     if a.no_cluster_version {
-        eprintln!("mode: updating (--no-cluster-version: ClusterVersion is not read)");
-        return Ok(Mode::Updating);
+        return Ok(None);
     }
     let gvk = kube::api::GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         client.clone(),
         &kube::api::ApiResource::from_gvk_with_plural(&gvk, "clusterversions"),
     );
-    let cv = match api.get_opt(minicvo::apply::clusterversion::NAME).await {
-        Ok(cv) => cv.map(|o| serde_json::to_value(o).unwrap_or_default()),
+    match api.get_opt(minicvo::apply::clusterversion::NAME).await {
+        Ok(cv) => Ok(cv.map(|o| serde_json::to_value(o).unwrap_or_default())),
         // Not served at all (no CRD): the same as no ClusterVersion.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => {
-            return Err(anyhow::anyhow!(
-                "reading ClusterVersion {} to choose the mode: {e}\nhint: pass --mode",
-                minicvo::apply::clusterversion::NAME
-            ));
-        }
-    };
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+        Err(e) => Err(anyhow::anyhow!(
+            "reading ClusterVersion {}: {e}\nhint: pass --mode, or --no-cluster-version",
+            minicvo::apply::clusterversion::NAME
+        )),
+    }
+}
+
+/// The mode of the run: `--mode`, else the CVO's choice from the cluster's ClusterVersion
+/// (printed with the reason).
+fn choose_mode(
+    a: &ApplyArgs,
+    cv: Option<&serde_json::Value>,
+    payload: &minicvo::Payload,
+    release_image: &str,
+) -> Mode {
+    if let Some(mode) = a.mode {
+        return mode;
+    }
+    if a.no_cluster_version {
+        eprintln!("mode: updating (--no-cluster-version: ClusterVersion is not read)");
+        return Mode::Updating;
+    }
     let version = payload.version().unwrap_or_default();
-    let choice = minicvo::cvo::mode::from_cluster_version(cv.as_ref(), &version, release_image);
+    let choice = minicvo::cvo::mode::from_cluster_version(cv, &version, release_image);
     eprintln!("mode: {choice}");
-    Ok(choice.mode)
+    choice.mode
+}
+
+/// The capabilities the cluster's ClusterVersion records as enabled.
+fn recorded_capabilities(
+    cv: Option<&serde_json::Value>,
+) -> Option<std::collections::BTreeSet<String>> {
+    let list = cv?
+        .pointer("/status/capabilities/enabledCapabilities")?
+        .as_array()?;
+    Some(
+        list.iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// The run's filters and capability status: the explicit `--capabilities`, the ones the
+/// cluster already has enabled, and the ones the update from `--previous` implies (each
+/// printed as a note).
+fn capabilities(
+    a: &ApplyArgs,
+    cv: Option<&serde_json::Value>,
+    payload: &minicvo::Payload,
+    filters: &minicvo::Filters,
+) -> anyhow::Result<(
+    minicvo::Filters,
+    minicvo::cvo::capabilities::CapabilityStatus,
+)> {
+    let previous = match &a.previous {
+        Some(p) => {
+            let mut prev_args = a.payload.clone();
+            prev_args.payload.clone_from(p);
+            Some(prev_args.load(false)?.0)
+        }
+        None => None,
+    };
+    let prior = recorded_capabilities(cv);
+    let (filters, status, why) = minicvo::cvo::capabilities::for_run(
+        filters,
+        prior.as_ref(),
+        &payload.manifests,
+        previous.as_ref().map(|p| p.manifests.as_slice()),
+    );
+    for line in minicvo::cvo::capabilities::describe(&why) {
+        eprintln!("note: {line}");
+    }
+    let moved: std::collections::BTreeSet<&str> =
+        why.iter().map(|w| w.capability.as_str()).collect();
+    let kept: Vec<&str> = status
+        .implicit
+        .iter()
+        .map(String::as_str)
+        .filter(|c| !moved.contains(c))
+        .collect();
+    if !kept.is_empty() {
+        eprintln!(
+            "note: capabilities {} stay enabled: ClusterVersion {} has them enabled and the CVO \
+             never disables a capability",
+            kept.join(", "),
+            minicvo::apply::clusterversion::NAME
+        );
+    }
+    Ok((filters, status))
 }
 
 /// Runs `apply`.
@@ -194,14 +272,21 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
+        let cv = read_cluster_version(a, &conn.client).await;
+        let cv = match (cv, a.mode) {
+            (Ok(cv), _) => cv,
+            // With --mode the ClusterVersion only adds the capabilities it has enabled.
+            (Err(e), Some(_)) => {
+                tracing::warn!("{e}");
+                None
+            }
+            (Err(e), None) => return Err(e),
+        };
         // An image payload is matched by its pull spec by digest, as recorded.
-        let mode = choose_mode(a, &conn.client, &payload, &load_options.release_image).await?;
-        let plan = Arc::new(minicvo::plan::from_payload(
-            payload,
-            &load_options.filters,
-            mode,
-            a.seed,
-        ));
+        let mode = choose_mode(a, cv.as_ref(), &payload, &load_options.release_image);
+        let (filters, capability_status) =
+            capabilities(a, cv.as_ref(), &payload, &load_options.filters)?;
+        let plan = Arc::new(minicvo::plan::from_payload(payload, &filters, mode, a.seed));
         let cancel = CancellationToken::new();
         cancel_on_ctrl_c(&cancel);
         let progress = progress_for(quiet, verbose, a.no_progress);
@@ -219,6 +304,7 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             wait_deletes: a.wait_deletes,
             record_cluster_version: !a.no_cluster_version,
             release_image: load_options.release_image.clone(),
+            capabilities: Some(capability_status),
             preflight: Some(minicvo::stub_crds::StandIns {
                 crds: a.stub_missing_crds,
                 namespaces: a.create_missing_namespaces,

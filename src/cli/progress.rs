@@ -217,11 +217,13 @@ impl ApplyObserver for Progress {
                 task,
                 operator,
                 blocking,
+                ..
             }
             | EventKind::WaitProgress {
                 task,
                 operator,
                 blocking,
+                ..
             } => {
                 let text = format!("{operator}: {}", blocking.join("; "));
                 s.waits.insert(task.id, text.clone());

@@ -154,6 +154,41 @@ pub fn with_implicit(
     (out, why)
 }
 
+/// The capabilities of a run and the filters that go with them, the CVO's way:
+///
+/// - without a capability filter (`--capabilities` unset) every known capability is enabled
+///   and none is implicit;
+/// - otherwise the explicit set is the filter's; every capability the cluster had enabled
+///   before (`prior`, ClusterVersion `status.capabilities.enabledCapabilities`) stays enabled,
+///   implicitly when it is not explicit (`SetCapabilities`);
+/// - with the previous payload, the capabilities the update implies are added
+///   ([`implicitly_enabled`], `SetFromImplicitlyEnabledCapabilities`).
+///
+/// Returns the filters (enabled = explicit and implicit), the status to record, and why each
+/// capability was turned on by the update.
+#[must_use]
+pub fn for_run(
+    filters: &Filters,
+    prior: Option<&BTreeSet<String>>,
+    new: &[Manifest],
+    previous: Option<&[Manifest]>,
+) -> (Filters, CapabilityStatus, Vec<ImplicitCapability>) {
+    let Capabilities::Enabled(explicit) = &filters.capabilities else {
+        return (filters.clone(), CapabilityStatus::all(), Vec::new());
+    };
+    let prior = prior.cloned().unwrap_or_default();
+    let mut status = CapabilityStatus::from_explicit(explicit, &prior);
+    let mut why = Vec::new();
+    if let Some(previous) = previous {
+        let implicit;
+        (implicit, why) = implicitly_enabled(new, previous, &status);
+        status.add_implicit(&implicit);
+    }
+    let mut out = filters.clone();
+    out.capabilities = Capabilities::Enabled(status.enabled.clone());
+    (out, status, why)
+}
+
 /// One line per implicitly enabled capability, for people.
 #[must_use]
 pub fn describe(why: &[ImplicitCapability]) -> Vec<String> {
@@ -243,6 +278,36 @@ mod tests {
         let (f, why) = with_implicit(&Filters::default(), &new, &current);
         assert_eq!(f.capabilities, Capabilities::All);
         assert!(why.is_empty());
+    }
+
+    #[test]
+    fn a_run_keeps_what_the_cluster_enabled_and_adds_what_the_update_implies() {
+        let filters = Filters {
+            capabilities: Capabilities::Enabled(set(&["MachineAPI"])),
+            ..Filters::default()
+        };
+        let current = vec![manifest("bar", None)];
+        let new = vec![manifest("bar", Some("Console"))];
+        let (f, status, why) = for_run(
+            &filters,
+            Some(&set(&["MachineAPI", "Insights"])),
+            &new,
+            Some(&current),
+        );
+        assert_eq!(
+            f.capabilities,
+            Capabilities::Enabled(set(&["Console", "Insights", "MachineAPI"]))
+        );
+        assert_eq!(status.implicit, set(&["Console", "Insights"]));
+        assert_eq!(status.enabled, set(&["Console", "Insights", "MachineAPI"]));
+        assert_eq!(why.len(), 1);
+        // Nothing known before, no previous payload: the explicit set only.
+        let (f, status, _) = for_run(&filters, None, &new, None);
+        assert_eq!(f.capabilities, filters.capabilities);
+        assert!(status.implicit.is_empty());
+        // No capability filter: all enabled.
+        let (_, status, _) = for_run(&Filters::default(), None, &new, Some(&current));
+        assert_eq!(status, CapabilityStatus::all());
     }
 
     #[test]

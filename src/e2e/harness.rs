@@ -211,10 +211,23 @@ pub async fn upgrade(
             from_version.as_deref().unwrap_or("(unknown)")
         ));
     }
-    let filters = &options.load.filters;
-    let mut old_plan = plan::from_payload(old, filters, Mode::Initializing, 0);
+    // The CVO's capabilities: the install enables the explicit ones; the upgrade keeps them
+    // and enables the ones the update implies (an object the install runs moved under a
+    // capability that is off).
+    let (old_filters, old_caps, _) =
+        crate::cvo::capabilities::for_run(&options.load.filters, None, &old.manifests, None);
+    let (new_filters, new_caps, implied) = crate::cvo::capabilities::for_run(
+        &options.load.filters,
+        Some(&old_caps.enabled),
+        &new.manifests,
+        Some(&old.manifests),
+    );
+    for line in crate::cvo::capabilities::describe(&implied) {
+        tracing::info!("{line}");
+    }
+    let mut old_plan = plan::from_payload(old, &old_filters, Mode::Initializing, 0);
     old_plan.version.clone_from(&from_version);
-    let mut new_plan = plan::from_payload(new, filters, Mode::Updating, 0);
+    let mut new_plan = plan::from_payload(new, &new_filters, Mode::Updating, 0);
     new_plan.version.clone_from(&to_version);
     let (old_plan, new_plan) = (Arc::new(old_plan), Arc::new(new_plan));
 
@@ -265,9 +278,9 @@ pub async fn upgrade(
 
     let recorder = Arc::new(Recorder::new(started));
     let mut runs = Vec::new();
-    for (phase, plan, ops) in [
-        (Phase::Install, &old_plan, old_ops),
-        (Phase::Upgrade, &new_plan, new_ops),
+    for (phase, plan, ops, caps) in [
+        (Phase::Install, &old_plan, old_ops, old_caps),
+        (Phase::Upgrade, &new_plan, new_ops, new_caps),
     ] {
         if cancel.is_cancelled() {
             break;
@@ -278,6 +291,7 @@ pub async fn upgrade(
             phase,
             plan.clone(),
             ops,
+            caps,
             &recorder,
             observer.clone(),
             cancel.clone(),
@@ -339,6 +353,7 @@ async fn run_phase(
     phase: Phase,
     plan: Arc<Plan>,
     ops: Vec<simulate::OperatorSpec>,
+    capabilities: crate::cvo::capabilities::CapabilityStatus,
     recorder: &Arc<Recorder>,
     observer: Option<Arc<dyn ApplyObserver>>,
     cancel: CancellationToken,
@@ -362,6 +377,7 @@ async fn run_phase(
     // Both payloads were checked (and stand-ins installed) before the install.
     apply_options.preflight = None;
     apply_options.runner.mode = plan.mode;
+    apply_options.capabilities = Some(capabilities);
     let fanout: Arc<dyn ApplyObserver> = Arc::new(Fanout(recorder.clone(), observer));
     let result = apply::run(&clients.apply, plan.clone(), &apply_options, fanout, cancel).await;
     let summary = simulator.stop().await;

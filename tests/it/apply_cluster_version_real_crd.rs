@@ -207,7 +207,7 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         t(
             "True",
             "UpdatePayloadResourceInvalid",
-            "Could not update configmap \"cvtest/c\": the object is invalid, possibly due to local cluster configuration"
+            "Could not update configmap \"cvtest/c\" (3 of 3): the object is invalid, possibly due to local cluster configuration"
         )
     );
     assert_eq!(

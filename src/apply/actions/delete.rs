@@ -1,11 +1,21 @@
 //! Deleting objects (`release.openshift.io/delete: "true"`) and tracking the deletions.
 //!
-//! As in the CVO (cvo.md §6), deletes are issued only in updating mode, with background
-//! propagation, at the task's place in the graph; an absent object (or a kind the server
-//! does not serve) counts as done, and the task does not wait for finalizers. Unlike the CVO,
-//! which only notices on a later pass, minicvo keeps every deletion that was still in
-//! progress and checks it again at the end of the run (`--wait-deletes` waits for it, bounded
-//! by `--wait-timeout`); the report lists the ones still in progress.
+//! As in the CVO (cvo-apply.md §7):
+//!
+//! - deletes are issued only in updating mode, at the task's place in the graph, with the
+//!   server's default propagation (no `propagationPolicy`: background for most kinds, orphan
+//!   for `batch/v1` Jobs);
+//! - an absent object counts as done (with the CVO's "not found" wording);
+//! - a kind the server does not serve fails the task (`UpdatePayloadResourceTypeMissing`),
+//!   except the kinds the CVO deletes through a typed client, whose GET answers 404 and so
+//!   count as absent;
+//! - a `release.openshift.io/delete` value other than `"true"` fails the task (checked in
+//!   [`super::ClusterRunner`] before any action, so nothing is applied either);
+//! - the task does not wait for finalizers.
+//!
+//! Unlike the CVO, which only notices on a later pass, minicvo keeps every deletion that was
+//! still in progress and checks it again at the end of the run (`--wait-deletes` waits for
+//! it, bounded by `--wait-timeout`); the report lists the ones still in progress.
 
 use kube::api::DeleteParams;
 use kube::core::Request;
@@ -14,12 +24,24 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{ClusterRunner, Served};
-use crate::apply::engine::{Done, TaskContext, TaskResult};
+use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
 use crate::apply::events::{EventKind, Outcome, TaskRef};
 use crate::cluster::body;
 use crate::cluster::request::RequestError;
 use crate::cluster::watch::{self, WatchEnd};
+use crate::cvo::deletion;
+use crate::cvo::error::ApiErrorClass;
 use crate::plan::{Mode, Task};
+
+/// The CVO's words for a kind the server does not serve (its REST mapper's error and the cause
+/// it gives for `UpdatePayloadResourceTypeMissing`).
+#[must_use]
+pub fn type_missing_message(api_version: &str, kind: &str) -> String {
+    format!(
+        "no matches for kind \"{kind}\" in version \"{api_version}\": {}",
+        ApiErrorClass::NoKindMatch.reason_and_cause().1
+    )
+}
 
 /// A deletion that was accepted while the object still existed (finalizers, foreground
 /// dependents).
@@ -45,19 +67,33 @@ impl ClusterRunner {
                     self.options.mode
                 )));
         }
+        let m = &task.manifest;
+        let label = deletion::resource_label(
+            &m.id.group,
+            &m.id.kind,
+            m.id.namespace.as_deref(),
+            &m.id.name,
+        );
         let served = self.call_with(ctx, false, || self.served(task)).await?.0;
         let resolved = match served {
             Served::Yes(r) => r,
-            Served::No { .. } => {
+            Served::No { .. } if deletion::is_typed(&m.id.group, &m.id.kind) => {
                 return Ok(Done::new(Outcome::AlreadyAbsent)
                     .attempts(0)
-                    .detail("its type is not served"));
+                    .detail(deletion::not_found_message(&label)));
+            }
+            Served::No { .. } => {
+                return Err(TaskError::failed(
+                    type_missing_message(&m.api_version, &m.id.kind),
+                    1,
+                ));
             }
         };
         let ns = self.namespace_for(task, &resolved);
         let collection = resolved.url_path(ns.as_deref());
         let name = task.manifest.id.name.as_str();
-        let mut params = DeleteParams::background();
+        // No propagation policy: the server's default for the kind, as the CVO sends it.
+        let mut params = DeleteParams::default();
         if self.options.dry_run {
             params = params.dry_run();
         }
@@ -82,7 +118,9 @@ impl ClusterRunner {
             })
             .await?;
         let Some(response) = deleted else {
-            return Ok(Done::new(Outcome::AlreadyAbsent).attempts(attempts));
+            return Ok(Done::new(Outcome::AlreadyAbsent)
+                .attempts(attempts)
+                .detail(deletion::not_found_message(&label)));
         };
         self.warnings(ctx, &response);
         if self.options.dry_run {

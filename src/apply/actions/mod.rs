@@ -322,6 +322,17 @@ impl ClusterRunner {
 
 impl ClusterRunner {
     async fn run_action(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+        // The CVO checks the delete annotation before anything else (ClusterOperators have
+        // no delete handling): a value other than "true" fails the task, nothing is applied.
+        if task.action != Action::Wait
+            && let crate::cvo::deletion::DeleteRequest::Invalid(value) =
+                crate::cvo::deletion::request(&task.manifest)
+        {
+            return Err(TaskError::failed(
+                crate::cvo::deletion::invalid_message(&value),
+                0,
+            ));
+        }
         match task.action {
             Action::Apply => self.apply(ctx, task).await,
             Action::CreateOnly => self.create_only(ctx, task).await,

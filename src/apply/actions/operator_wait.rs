@@ -2,14 +2,20 @@
 //! done by the CVO's rule ([`crate::clusteroperator::health`]).
 //!
 //! - Precreation (cvo.md §4.3): when a node starts, each ClusterOperator of the node that does
-//!   not exist is created from its manifest without `status`, so that it shows up (and can
-//!   be reported on) before the operator runs. Errors are only logged, as in the CVO. The
+//!   not exist is created from its manifest without `status`, then the manifest's
+//!   `status.relatedObjects` is written to the new object's status (cvo-apply.md §6), so that
+//!   it shows up (and must-gather finds its objects) before the operator runs. Errors are
+//!   only logged, as in the CVO. The
 //!   state read here is kept and reused by the wait when no task of the node changed anything
 //!   in between, so an operator that is already done costs one request.
 //! - The wait watches the operator (no polling) and ends the moment it is done, where the CVO
 //!   fails the pass and re-walks the graph later (minutes of dead time, cvo.md §11 #818).
 //!   `--wait-timeout` turns a wait that never ends into a failure that names the operator and
 //!   what it lacks; the CVO waits forever.
+//! - While it waits, the events carry the CVO's error for the operator's state
+//!   ([`crate::cvo::health::check_operator`]: not available, degraded, updating versions; a
+//!   missing operator is `Could not update clusteroperator "X" (N of M): resource may have
+//!   been deleted`), which the ClusterVersion recorder turns into Failing and Progressing.
 
 use std::time::Duration;
 
@@ -25,7 +31,9 @@ use crate::cluster::discovery::Resolved;
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::watch::{self, WatchEnd};
 use crate::clusteroperator::{self as operator, Health};
-use crate::plan::{Action, Task};
+use crate::cvo;
+use crate::cvo::error::{ApiErrorClass, UpdateError};
+use crate::plan::{Action, Mode, Task};
 
 const GROUP: &str = "config.openshift.io";
 
@@ -61,7 +69,7 @@ impl ClusterRunner {
         task: &Task,
         resolved: &Resolved,
     ) -> Result<Value, RequestError> {
-        let body = body::request_body(&task.manifest.object, None);
+        let body = body::request_body(&cvo::precreate::created_object(&task.manifest.object), None);
         let mut params = PatchParams::apply(&self.options.field_manager).force();
         if self.options.dry_run {
             params = params.dry_run();
@@ -74,6 +82,67 @@ impl ClusterRunner {
                 .await?
                 .body,
         )
+    }
+
+    /// After a real create, the CVO copies the manifest's `status.relatedObjects` into the new
+    /// object's status; a failure is only logged. Returns the object as it now is.
+    async fn write_related_objects(
+        &self,
+        task: &Task,
+        resolved: &Resolved,
+        created: Value,
+    ) -> Value {
+        let Some(status) = cvo::precreate::related_objects_status(&task.manifest.object) else {
+            return created;
+        };
+        let name = &task.manifest.id.name;
+        let params = PatchParams {
+            field_manager: Some(self.options.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        let patch = serde_json::json!({ "status": status });
+        let req = Request::new(resolved.url_path(None))
+            .patch_subresource("status", name, &params, &Patch::Merge(&patch))
+            .map_err(|e| RequestError::Build(e.to_string()));
+        let sent = match req {
+            Ok(req) => request::send(&self.client, req, self.options.request_timeout).await,
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(r) => r.body,
+            Err(e) => {
+                tracing::warn!("writing the relatedObjects of clusteroperator {name}: {e}");
+                created
+            }
+        }
+    }
+
+    /// The CVO's error for the operator's state (`None`: healthy, or only reported).
+    fn cvo_error(
+        &self,
+        ctx: &TaskContext,
+        task: &Task,
+        live: Option<&Value>,
+    ) -> Option<UpdateError> {
+        let name = &task.manifest.id.name;
+        let Some(live) = live else {
+            let label = cvo::error::task_label(
+                "ClusterOperator",
+                None,
+                name,
+                &task.manifest.path(),
+                ctx.task.id + 1,
+                self.plan.tasks.len(),
+            );
+            let mut e = cvo::error::task_error(&label, ApiErrorClass::NotFound, "not found");
+            e.name.clone_from(name);
+            return Some(e);
+        };
+        let expected = cvo::health::versions(&task.manifest.object);
+        cvo::health::check_operator(name, &expected, live, self.options.mode).filter(|e| {
+            !(self.options.mode == Mode::Initializing
+                && e.effect == Some(cvo::error::Effect::Report))
+        })
     }
 
     /// The precreation pass of a node.
@@ -98,7 +167,7 @@ impl ClusterRunner {
                 Ok(Some(live)) => Some(live),
                 Ok(None) if self.options.dry_run => None,
                 Ok(None) => match self.create_operator(task, &resolved).await {
-                    Ok(created) => Some(created),
+                    Ok(created) => Some(self.write_related_objects(task, &resolved, created).await),
                     Err(e) => {
                         tracing::warn!("precreating clusteroperator {name}: {e}");
                         continue;
@@ -125,8 +194,8 @@ impl ClusterRunner {
         if want.is_empty() {
             return Err(TaskError::failed(
                 format!(
-                    "cluster operator {name} does not declare expected versions \
-                     (status.versions is empty in the manifest)"
+                    "{} (status.versions is empty in the manifest)",
+                    cvo::health::no_versions(name).message
                 ),
                 0,
             ));
@@ -210,10 +279,12 @@ impl ClusterRunner {
                 .detail(format!("would wait: {}", first.blocking.join("; "))));
         }
         let started = tokio::time::Instant::now();
+        let mut last_error = self.cvo_error(ctx, task, initial.as_ref());
         self.emitter.emit(EventKind::WaitStarted {
             task: ctx.task.clone(),
             operator: name.to_string(),
             blocking: first.blocking.clone(),
+            error: last_error.clone(),
         });
         let mut last: Health = first;
         let end = watch::watch_until(
@@ -228,13 +299,16 @@ impl ClusterRunner {
                 if h.done {
                     return Some(h);
                 }
-                if h.blocking != last.blocking {
+                let error = self.cvo_error(ctx, task, live);
+                if h.blocking != last.blocking || error != last_error {
                     self.emitter.emit(EventKind::WaitProgress {
                         task: ctx.task.clone(),
                         operator: name.to_string(),
                         blocking: h.blocking.clone(),
+                        error: error.clone(),
                     });
                 }
+                last_error = error;
                 last = h;
                 None
             },

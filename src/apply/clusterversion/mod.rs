@@ -4,21 +4,32 @@
 //!
 //! - `status.history`: a new desired version closes the previous entry and adds a `Partial`
 //!   one at the front; success marks it `Completed` with a `completionTime` (sticky).
-//! - `Progressing`: `True`, "Working towards V: N of M done (P% complete)" while running
-//!   (with ", waiting on X" while ClusterOperator X blocks);
-//!   on success `False`, "Cluster version is V: M of M done (100% complete)"; on failure
-//!   `True`, "Unable to apply V: SUMMARY".
-//! - `Failing`: `True` with the aggregated error ("Multiple errors are preventing progress:
-//!   ..."), else `False`. `Available`: `True` "Done applying V" once a run completes.
+//! - `Failing` and `Progressing` follow the run as the CVO's passes would show it, written
+//!   the moment they change: a task that failed ("Could not update configmap "ns/a" (3 of
+//!   10): CAUSE") and the CVO's error for each ClusterOperator being waited on (not
+//!   available, degraded, updating versions), condensed per reason and summarised
+//!   (`MultipleErrors`) as the CVO does ([`crate::cvo::error::summarize`]). An operator
+//!   updating its versions is progress ("Working towards V: N of M done (P% complete),
+//!   waiting on X"), a degraded one too for 40 minutes ("waiting up to 40 minutes on X"),
+//!   one that is not available fails at once (Failing `True`, "Unable to apply V: the
+//!   cluster operator X is not available"); the 30/40/90-minute limits are checked while
+//!   waits last. On success Progressing is `False`, "Cluster version is V". `Available`:
+//!   `True` "Done applying V" once a run completes.
+//! - `capabilities` and ImplicitlyEnabledCapabilities from the run's capability status
+//!   ([`RecorderOptions::capabilities`]).
 //! - The object is created when missing (spec: a random `clusterID` and `desiredUpdate`).
 //!
 //! Differences from the CVO: progress counts every task of the plan, apply-time skips
 //! included, so a complete run reaches 100% (the CVO's total includes skipped manifests and
-//! never does); writes are throttled to one every 2 s (the CVO: one per 15 s); re-applying the
+//! never does); Failing is set when a task fails or an operator's state says so, not at the
+//! end of a pass (the CVO's pass ends soon after, its waits failing fast); a Degraded operator
+//! while initializing (a Report-effect error) is not shown; writes are throttled to one every
+//! 2 s (the CVO: one per 15 s), except when a failure appears or goes away; re-applying the
 //! version the history already shows as Completed writes nothing unless the outcome changed
 //! (the CVO's reconciling mode). Status is written as the CVO writes it: the whole object PUT
 //! to the `status` subresource; a rejected write fails the run.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,24 +44,62 @@ use tokio::time::Instant;
 mod status;
 
 use self::status::{
-    cluster_id, condition, final_status, progressing, set_condition, start_history,
+    cluster_id, condition, final_status, progressing, set_condition, start_history, task_failure,
 };
-use super::events::{ApplyEvent, ApplyObserver, EventKind};
+use super::events::{ApplyEvent, ApplyObserver, EventKind, Outcome};
 use super::report::TaskFailure;
 use crate::cluster::discovery::Discovery;
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::retry::{RetryPolicy, retry};
 use crate::cluster::watch;
+use crate::cvo::capabilities::CapabilityStatus;
+use crate::cvo::error::UpdateError;
 
 /// The CRD that makes a cluster serve ClusterVersions.
 pub const CRD_NAME: &str = "clusterversions.config.openshift.io";
 /// The ClusterVersion the CVO maintains.
 pub const NAME: &str = "version";
 const MIN_INTERVAL: Duration = Duration::from_secs(2);
+/// While operators are waited on, the status is recomputed this often (the 30/40/90-minute
+/// limits of the CVO's messages); a status that did not change is not written.
+const WAIT_TICK: Duration = Duration::from_secs(30);
+
+/// The errors of the run so far, as the CVO would report them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Errors {
+    /// Failed tasks and operators being waited on, in task order.
+    pub failures: Vec<UpdateError>,
+    /// When each operator being waited on was first found not done.
+    pub waits: BTreeMap<String, Instant>,
+}
+
+/// What the observer side tracks to build [`Errors`].
+#[derive(Default)]
+struct ErrorState {
+    failed: BTreeMap<usize, UpdateError>,
+    /// Task → (operator, the CVO's error for it).
+    waiting: BTreeMap<usize, (String, Option<UpdateError>)>,
+    started: BTreeMap<String, Instant>,
+}
+
+impl ErrorState {
+    fn errors(&self) -> Errors {
+        let mut all: BTreeMap<usize, UpdateError> = self.failed.clone();
+        for (id, (_, e)) in &self.waiting {
+            if let Some(e) = e {
+                all.insert(*id, e.clone());
+            }
+        }
+        Errors {
+            failures: all.into_values().collect(),
+            waits: self.started.clone(),
+        }
+    }
+}
 
 enum Msg {
     Progress(usize),
-    Waiting(Vec<String>),
+    Errors(Errors),
     Established,
     Finish {
         outcome: Final,
@@ -84,13 +133,16 @@ pub struct RecorderOptions {
     pub request_timeout: Duration,
     /// The payload's `versionHash` ([`crate::cvo::version_hash::version_hash`]).
     pub version_hash: String,
+    /// Enabled, known and implicitly enabled capabilities of the run.
+    pub capabilities: CapabilityStatus,
 }
 
 /// The recorder: an [`ApplyObserver`] that hands progress to a background task.
 pub struct ClusterVersionRecorder {
     tx: mpsc::UnboundedSender<Msg>,
     done: AtomicUsize,
-    waiting: Mutex<std::collections::BTreeMap<usize, String>>,
+    total: usize,
+    errors: Mutex<ErrorState>,
     handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -103,11 +155,13 @@ impl ClusterVersionRecorder {
         options: RecorderOptions,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let total = options.total;
         let handle = tokio::spawn(run(client, discovery, options, rx));
         ClusterVersionRecorder {
             tx,
             done: AtomicUsize::new(0),
-            waiting: Mutex::new(std::collections::BTreeMap::new()),
+            total,
+            errors: Mutex::new(ErrorState::default()),
             handle: Mutex::new(Some(handle)),
         }
     }
@@ -128,16 +182,10 @@ impl ClusterVersionRecorder {
 }
 
 impl ClusterVersionRecorder {
-    fn waiting_changed(
-        &self,
-        f: impl FnOnce(&mut std::collections::BTreeMap<usize, String>) -> bool,
-    ) {
-        let mut w = self.waiting.lock().expect("recorder lock");
-        if f(&mut w) {
-            let mut names: Vec<String> = w.values().cloned().collect();
-            names.sort();
-            names.dedup();
-            let _ = self.tx.send(Msg::Waiting(names));
+    fn errors_changed(&self, f: impl FnOnce(&mut ErrorState) -> bool) {
+        let mut state = self.errors.lock().expect("recorder lock");
+        if f(&mut state) {
+            let _ = self.tx.send(Msg::Errors(state.errors()));
         }
     }
 }
@@ -145,18 +193,57 @@ impl ClusterVersionRecorder {
 impl ApplyObserver for ClusterVersionRecorder {
     fn on_event(&self, event: &ApplyEvent) {
         match &event.kind {
-            EventKind::TaskFinished { task, outcome, .. } => {
-                self.waiting_changed(|w| w.remove(&task.id).is_some());
+            EventKind::TaskFinished {
+                task,
+                outcome,
+                error,
+                ..
+            } => {
+                let total = self.total;
+                self.errors_changed(|s| {
+                    let wait = s.waiting.remove(&task.id);
+                    if *outcome != Outcome::Failed {
+                        return wait.is_some();
+                    }
+                    // A wait that gave up keeps the CVO's error for the operator's state.
+                    let e = wait.and_then(|(_, e)| e).unwrap_or_else(|| {
+                        task_failure(task, total, error.as_deref().unwrap_or_default())
+                    });
+                    s.failed.insert(task.id, e);
+                    true
+                });
                 if outcome.is_success() {
                     let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
                     let _ = self.tx.send(Msg::Progress(n));
                 }
             }
-            EventKind::WaitStarted { task, operator, .. } => {
-                self.waiting_changed(|w| w.insert(task.id, operator.clone()).is_none());
+            EventKind::WaitStarted {
+                task,
+                operator,
+                error,
+                ..
             }
-            EventKind::WaitDone { task, .. } => {
-                self.waiting_changed(|w| w.remove(&task.id).is_some());
+            | EventKind::WaitProgress {
+                task,
+                operator,
+                error,
+                ..
+            } => {
+                self.errors_changed(|s| {
+                    s.started
+                        .entry(operator.clone())
+                        .or_insert_with(|| event.instant);
+                    s.waiting
+                        .insert(task.id, (operator.clone(), error.clone()))
+                        .is_none_or(|(_, old)| old != *error)
+                });
+            }
+            EventKind::WaitDone { task, operator, .. } => {
+                self.errors_changed(|s| {
+                    // The CVO forgets an operator's start time once it is healthy.
+                    s.started.remove(operator);
+                    s.waiting.remove(&task.id).is_some()
+                });
             }
             EventKind::CrdEstablished { name, .. } if name == CRD_NAME => {
                 let _ = self.tx.send(Msg::Established);
@@ -184,7 +271,7 @@ async fn run(
     let mut rec: Option<Recording> = None;
     let mut error: Option<String> = None;
     let mut done = 0usize;
-    let mut waiting: Vec<String> = Vec::new();
+    let mut errors = Errors::default();
     // Progress not yet written (held back by the write interval).
     let mut dirty = false;
     if let Some(url) = served(&discovery).await {
@@ -199,23 +286,33 @@ async fn run(
             .filter(|r| !r.reconciling && dirty)
             .and_then(|r| r.last_write)
             .map(|t| t + MIN_INTERVAL);
+        let tick_at = (!errors.waits.is_empty()).then(|| Instant::now() + WAIT_TICK);
+        let wake_at = match (flush_at, tick_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let msg = tokio::select! {
             m = rx.recv() => m,
             () = async {
-                match flush_at {
+                match wake_at {
                     Some(t) => tokio::time::sleep_until(t).await,
                     None => std::future::pending().await,
                 }
             } => Some(Msg::Progress(done)),
         };
+        // The CVO writes at once when a failure appears or goes away.
+        let mut urgent = false;
         let Some(msg) = msg else { return };
         match msg {
             Msg::Progress(n) => {
                 done = n;
                 dirty = true;
             }
-            Msg::Waiting(w) => {
-                waiting = w;
+            Msg::Errors(e) => {
+                let failing =
+                    |e: &Errors| crate::cvo::error::summarize(e.failures.clone()).is_some();
+                urgent = failing(&e) != failing(&errors);
+                errors = e;
                 dirty = true;
             }
             Msg::Established => {
@@ -235,7 +332,7 @@ async fn run(
             Msg::Finish { outcome, reply } => {
                 let result = match (rec.as_mut(), error) {
                     (Some(r), _) => {
-                        let status = final_status(&r.status, &o, &outcome, done);
+                        let status = final_status(&r.status, &o, &outcome, done, &errors);
                         match write(&client, r, status, &o).await {
                             Ok(()) => "recorded".to_string(),
                             Err(e) => format!("cannot write status: {e}"),
@@ -251,11 +348,13 @@ async fn run(
         if let Some(r) = rec.as_mut()
             && dirty
             && !r.reconciling
-            && (done >= o.total || r.last_write.is_none_or(|t| t.elapsed() >= MIN_INTERVAL))
+            && (urgent
+                || done >= o.total
+                || r.last_write.is_none_or(|t| t.elapsed() >= MIN_INTERVAL))
         {
             dirty = false;
             let mut status = r.status.clone();
-            progressing(&mut status, &o, done, &waiting);
+            progressing(&mut status, &o, done, &errors);
             if let Err(e) = write(&client, r, status, &o).await {
                 tracing::warn!("recording progress in clusterversion {NAME}: {e}");
             }
@@ -332,7 +431,7 @@ async fn begin(client: &Client, url: &str, o: &RecorderOptions) -> Result<Record
     if !reconciling {
         let mut s = rec.status.clone();
         start_history(&mut s, o);
-        progressing(&mut s, o, 0, &[]);
+        progressing(&mut s, o, 0, &Errors::default());
         set_condition(&mut s, "Failing", "False", "", "");
         if condition(&s, "Available").is_none() {
             set_condition(&mut s, "Available", "False", "", "");

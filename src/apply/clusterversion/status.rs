@@ -1,16 +1,14 @@
 //! The ClusterVersion status the CVO would write for the run's progress, built by
 //! [`crate::cvo::status`] (pure functions over the status JSON, no I/O).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Final, RecorderOptions};
+use super::{Errors, Final, RecorderOptions};
+use crate::apply::events::TaskRef;
 use crate::apply::report::TaskFailure;
 use crate::cvo;
-use crate::cvo::capabilities::CapabilityStatus;
-use crate::cvo::error::{ApiErrorClass, Effect, UpdateError, task_error};
+use crate::cvo::error::{ApiErrorClass, UpdateError, task_error, task_label};
 use crate::cvo::status::{Release, StatusInput};
 
 pub(super) fn now() -> String {
@@ -35,7 +33,7 @@ pub(super) fn cluster_id() -> String {
 
 /// Adds a `Partial` history entry for the version unless it is already the first entry.
 pub(super) fn start_history(status: &mut Value, o: &RecorderOptions) {
-    *status = cvo_status(status, o, 0, None, false);
+    *status = cvo_status(status, o, 0, None, false, &Errors::default());
 }
 
 pub(super) fn condition<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -80,7 +78,19 @@ fn cvo_status(
     done: usize,
     failure: Option<UpdateError>,
     completed: bool,
+    errors: &Errors,
 ) -> Value {
+    let now_instant = tokio::time::Instant::now();
+    let operator_waits = errors
+        .waits
+        .iter()
+        .map(|(name, started)| {
+            (
+                name.clone(),
+                now_instant.saturating_duration_since(*started),
+            )
+        })
+        .collect();
     let input = StatusInput {
         desired: Release {
             version: o.version.clone(),
@@ -97,8 +107,8 @@ fn cvo_status(
         done,
         total: o.total,
         failure,
-        operator_waits: BTreeMap::new(),
-        capabilities: CapabilityStatus::all(),
+        operator_waits,
+        capabilities: o.capabilities.clone(),
         verified: false,
         deletions_in_progress: Vec::new(),
         now: now(),
@@ -106,29 +116,12 @@ fn cvo_status(
     cvo::status::cluster_version_status(current, &input)
 }
 
-/// The CVO's status while working: "Working towards V: N of M done (P% complete)", with
-/// ", waiting on X" while ClusterOperators block (as an update in progress, not a failure).
-pub(super) fn progressing(
-    status: &mut Value,
-    o: &RecorderOptions,
-    done: usize,
-    waiting: &[String],
-) {
-    let failure = (!waiting.is_empty()).then(|| {
-        let mut e = UpdateError::new(
-            "ClusterOperatorUpdating",
-            format!(
-                "Cluster operators {} are updating versions",
-                waiting.join(", ")
-            ),
-        );
-        e.name = waiting.join(", ");
-        e.names = waiting.to_vec();
-        e.effect = Some(Effect::None);
-        e.cluster_operator = true;
-        e
-    });
-    *status = cvo_status(status, o, done, failure, false);
+/// The CVO's status while working: "Working towards V: N of M done (P% complete)", with the
+/// run's errors so far as the CVO reports them (a ClusterOperator updating its versions is
+/// progress, ", waiting on X"; one that is not available is a failure).
+pub(super) fn progressing(status: &mut Value, o: &RecorderOptions, done: usize, errors: &Errors) {
+    let failure = cvo::error::summarize(errors.failures.clone());
+    *status = cvo_status(status, o, done, failure, false, errors);
 }
 
 /// The status at the end of the run.
@@ -137,16 +130,50 @@ pub(super) fn final_status(
     o: &RecorderOptions,
     outcome: &Final,
     done: usize,
+    errors: &Errors,
 ) -> Value {
     match outcome {
-        Final::Completed => cvo_status(current, o, o.total, None, true),
-        Final::Failed(errors) => cvo_status(current, o, done, summarize_failures(errors), false),
-        Final::Stopped => cvo_status(current, o, done, None, false),
+        Final::Completed => cvo_status(current, o, o.total, None, true, &Errors::default()),
+        Final::Failed(list) => {
+            let failure =
+                cvo::error::summarize(errors.failures.clone()).or_else(|| summarize_failures(list));
+            cvo_status(current, o, done, failure, false, errors)
+        }
+        Final::Stopped => cvo_status(current, o, done, None, false, errors),
     }
+}
+
+/// The CVO's error for a failed task (`Task.Run`): `Could not update {kind} "{ns}/{name}"
+/// ({N} of {M})`, with the cause of its class, or the ClusterOperator error a wait reported.
+pub(super) fn task_failure(task: &TaskRef, total: usize, message: &str) -> UpdateError {
+    let o = &task.object;
+    if o.group == "config.openshift.io"
+        && o.kind == "ClusterOperator"
+        && message.contains("does not declare expected versions")
+    {
+        return cvo::health::no_versions(&o.name);
+    }
+    let label = task_label(
+        &o.kind,
+        o.namespace.as_deref(),
+        &o.name,
+        &task.file,
+        task.id + 1,
+        total,
+    );
+    let mut e = task_error(&label, class_of(message), message);
+    e.name = match &o.namespace {
+        Some(ns) => format!("{ns}/{}", o.name),
+        None => o.name.clone(),
+    };
+    e
 }
 
 /// `(422 Invalid)` at the end of a failure message: the API error class.
 fn class_of(message: &str) -> ApiErrorClass {
+    if message.starts_with("no matches for kind ") || message.contains("does not serve") {
+        return ApiErrorClass::NoKindMatch;
+    }
     let Some(open) = message.rfind('(') else {
         return ApiErrorClass::Other;
     };
@@ -191,6 +218,31 @@ mod tests {
             field_manager: "minicvo".into(),
             request_timeout: Duration::from_secs(1),
             version_hash: "AAAAAAAAAAA=".into(),
+            capabilities: cvo::capabilities::CapabilityStatus::all(),
+        }
+    }
+
+    /// The CVO's error for an operator in `state` (`available`, `degraded`, at `version`).
+    fn operator(name: &str, available: &str, degraded: &str, version: &str) -> UpdateError {
+        let live = json!({"status": {
+            "conditions": [
+                {"type": "Available", "status": available},
+                {"type": "Degraded", "status": degraded},
+            ],
+            "versions": [{"name": "operator", "version": version}],
+        }});
+        let want = [cvo::health::OperandVersion {
+            name: "operator".into(),
+            version: "4.14.0".into(),
+        }];
+        cvo::health::check_operator(name, &want, &live, crate::plan::Mode::Updating).unwrap()
+    }
+
+    fn waiting(errors: Vec<UpdateError>) -> Errors {
+        let now = tokio::time::Instant::now();
+        Errors {
+            waits: errors.iter().map(|e| (e.name.clone(), now)).collect(),
+            failures: errors,
         }
     }
 
@@ -222,14 +274,15 @@ mod tests {
     fn waiting_operators_are_progress_and_completion_reconciles() {
         let mut s = json!({});
         start_history(&mut s, &options());
-        progressing(&mut s, &options(), 2, &["machine-config".into()]);
+        let updating = waiting(vec![operator("machine-config", "True", "False", "4.13.0")]);
+        progressing(&mut s, &options(), 2, &updating);
         let p = condition(&s, "Progressing").unwrap();
         assert_eq!(
             p["message"],
             "Working towards 4.14.0: 2 of 4 done (50% complete), waiting on machine-config"
         );
         assert_eq!(condition(&s, "Failing").unwrap()["status"], "False");
-        let f = final_status(&s, &options(), &Final::Completed, 4);
+        let f = final_status(&s, &options(), &Final::Completed, 4, &updating);
         assert_eq!(f["history"][0]["state"], "Completed");
         assert!(f["history"][0]["completionTime"].is_string());
         let p = condition(&f, "Progressing").unwrap();
@@ -269,6 +322,7 @@ mod tests {
             &options(),
             &Final::Failed(vec![e("a", "boom")]),
             1,
+            &Errors::default(),
         );
         let failing = condition(&f, "Failing").unwrap();
         assert_eq!(failing["status"], "True");
@@ -278,6 +332,84 @@ mod tests {
             "Unable to apply 4.14.0: the update could not be applied"
         );
         assert_eq!(f["history"][0]["state"], "Partial");
+    }
+
+    #[tokio::test]
+    async fn operators_fail_or_wait_as_the_cvo_reports_them_during_the_run() {
+        let mut s = json!({});
+        start_history(&mut s, &options());
+        // Two operators updating versions: condensed, progress.
+        let two = waiting(vec![
+            operator("dns", "True", "False", "4.13.0"),
+            operator("network", "True", "False", "4.13.0"),
+        ]);
+        progressing(&mut s, &options(), 1, &two);
+        assert_eq!(condition(&s, "Failing").unwrap()["status"], "False");
+        assert_eq!(
+            condition(&s, "Progressing").unwrap()["message"],
+            "Working towards 4.14.0: 1 of 4 done (25% complete), waiting on dns, network"
+        );
+        assert_eq!(
+            condition(&s, "Progressing").unwrap()["reason"],
+            "ClusterOperatorsUpdating"
+        );
+        // Degraded: waiting up to 40 minutes.
+        progressing(
+            &mut s,
+            &options(),
+            1,
+            &waiting(vec![operator("dns", "True", "True", "4.14.0")]),
+        );
+        assert_eq!(condition(&s, "Failing").unwrap()["status"], "False");
+        assert_eq!(
+            condition(&s, "Progressing").unwrap()["message"],
+            "Working towards 4.14.0: 1 of 4 done (25% complete), waiting up to 40 minutes on dns"
+        );
+        // Not available: a failure at once.
+        progressing(
+            &mut s,
+            &options(),
+            1,
+            &waiting(vec![operator("dns", "False", "False", "4.13.0")]),
+        );
+        let failing = condition(&s, "Failing").unwrap();
+        assert_eq!(failing["status"], "True");
+        assert_eq!(failing["reason"], "ClusterOperatorNotAvailable");
+        assert_eq!(failing["message"], "Cluster operator dns is not available");
+        assert_eq!(
+            condition(&s, "Progressing").unwrap()["message"],
+            "Unable to apply 4.14.0: the cluster operator dns is not available"
+        );
+        // A failed task next to an operator updating versions: the operator's None effect is
+        // dropped from MultipleErrors.
+        let task = TaskRef {
+            id: 2,
+            node: 0,
+            run_level: None,
+            component: None,
+            file: "release-manifests/0000_50_a_02.yaml".into(),
+            document: 0,
+            api_version: "v1".into(),
+            object: crate::manifest::ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: Some("ns".into()),
+                name: "c".into(),
+            },
+            action: crate::plan::Action::Apply,
+        };
+        let failed = task_failure(&task, 4, "ConfigMap \"c\" is invalid (422 Invalid)");
+        assert_eq!(
+            failed.message,
+            "Could not update configmap \"ns/c\" (3 of 4): the object is invalid, possibly due to local cluster configuration"
+        );
+        let mut both = waiting(vec![operator("dns", "True", "False", "4.13.0")]);
+        both.failures.push(failed);
+        progressing(&mut s, &options(), 1, &both);
+        assert_eq!(
+            condition(&s, "Failing").unwrap()["reason"],
+            "UpdatePayloadResourceInvalid"
+        );
     }
 
     #[test]
