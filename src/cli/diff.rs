@@ -40,6 +40,10 @@ pub struct DiffArgs {
     /// UPDATE; notes name manifest changes the CVO will not roll out) or `server-side`.
     #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: super::args::StrategyArg,
+    /// Compare with what `apply --no-cluster-version` writes: ClusterVersion `version` is not
+    /// read, so no owner reference to it is expected on the objects.
+    #[arg(long)]
+    pub no_cluster_version: bool,
     /// Objects compared at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
@@ -83,7 +87,7 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
                 &conn.client,
                 &discovery,
                 &plan,
-                true,
+                !a.no_cluster_version,
                 Duration::from_secs(60),
             )
             .await?

@@ -74,7 +74,15 @@ fn diff(dir: &Path, ns: &str, extra: &[&str]) -> cli_support::Run {
     let kubeconfig = std::env::var(support::KUBECONFIG_ENV)
         .expect("MINICVO_TEST_KUBECONFIG: run through hack/test.sh");
     let dir = dir.display().to_string();
-    let mut args = vec!["diff", dir.as_str(), "--kubeconfig", kubeconfig.as_str()];
+    // The objects are written by hand here, with no ClusterVersion owner reference, while
+    // other tests may have created ClusterVersion `version` on the shared plane.
+    let mut args = vec![
+        "diff",
+        dir.as_str(),
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--no-cluster-version",
+    ];
     args.extend_from_slice(extra);
     let mut r = cli_support::minicvo(&args);
     r.stdout = r.stdout.replace(ns, "[NS]");
