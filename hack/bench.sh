@@ -7,9 +7,14 @@
 #                          ../shared/payloads/openshift-multi and synthetic payloads of 1k, 10k
 #                          and 50k objects; time, peak RSS, allocation
 #   hack/bench.sh divan    the divan benches (cargo bench --bench load_plan)
-#   hack/bench.sh apply    apply on a fresh test control plane: minicvo vs kubectl apply
-#                          --server-side, 1,000 objects; re-apply; ClusterOperator wait latency;
-#                          memory of minicvo apply on openshift-multi (with stub CRDs)
+#   hack/bench.sh apply    apply on a fresh test control plane: minicvo (both apply strategies)
+#                          vs kubectl apply --server-side, 1,000 objects; re-apply; each tool's
+#                          wall time over the floor (kube-apiserver + etcd CPU s ÷ cores);
+#                          ClusterOperator wait latency; memory of minicvo apply on
+#                          openshift-multi (with stub CRDs)
+#   hack/bench.sh e2e      `minicvo e2e upgrade` of openshift-multi on a fresh test control
+#                          plane, ROUNDS times: where the wall time goes (requests, operator
+#                          waits, idle between tasks) per phase and run-level
 #   hack/bench.sh lint     minicvo lint --all-profiles of ../shared/payloads/openshift-multi with
 #                          the offline schema validation and with --no-schema: wall time, peak
 #                          RSS, ratio
@@ -24,6 +29,8 @@
 #   APPLY_N=1000      objects for `apply`
 #   LATENCY_MS="10"   for `apply`: also run the rounds through examples/delayproxy with this
 #                     many ms of round-trip time added (a remote cluster); "" skips them
+#   APPLY_EXTRAS=1    for `apply`: 0 skips the wait latency and openshift-multi memory runs
+#   E2E_ARGS=""       for `e2e`: more `e2e upgrade` flags (e.g. "--apply-strategy cvo")
 #
 # Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
 set -euo pipefail
@@ -230,32 +237,47 @@ plane_cpu() {
   awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
 }
 
-# apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS and the
-# plane's CPU seconds.
+# CPU seconds (user + system) used so far by the test plane's kube-controller-manager (it
+# reacts to the Deployments and ServiceAccounts; not part of the floor, reported beside it).
+kcm_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' \
+    "/proc/$(<"$TESTPLANE_DIR/kube-controller-manager.pid")/stat" 2>/dev/null || echo nan
+}
+
+# apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS, the
+# client's CPU seconds and the plane's (kube-apiserver + etcd) CPU seconds. TOOL is minicvo
+# (server-side apply, the default strategy), minicvo-cvo (--apply-strategy cvo) or kubectl.
 apply_run() {
-  local c=$1 t=$2 src=$3 start end cpu0 cpu1 requests
+  local c=$1 t=$2 src=$3 start end cpu0 cpu1 kcm0 kcm1 requests
   local kc=${APPLY_KUBECONFIG:-$KUBECONFIG}
+  local -a strategy=()
+  [[ $t == minicvo-cvo ]] && strategy=(--apply-strategy cvo)
   cpu0=$(plane_cpu)
+  kcm0=$(kcm_cpu)
   start=$(now_ms)
   case $t in
-    minicvo)
-      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$src" --no-progress -q \
-        --no-cluster-version -o json >"$WORK/apply.json" || die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
+    minicvo | minicvo-cvo)
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M cpu_s=%U+%S' -o "$WORK/time" "$MINICVO" apply "$src" \
+        "${strategy[@]}" --no-progress -q --no-cluster-version -o json >"$WORK/apply.json" ||
+        die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
       requests=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"]; print(d["requests"])' "$WORK/apply.json")
       ;;
     kubectl)
-      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M cpu_s=%U+%S' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
         >/dev/null 2>"$WORK/kubectl.log" || die "kubectl apply failed: $(tail -n 5 "$WORK/kubectl.log")"
       requests=$(grep -c '"Response"' "$WORK/kubectl.log")
       ;;
   esac
   end=$(now_ms)
   cpu1=$(plane_cpu)
+  kcm1=$(kcm_cpu)
   record "$c" "$t" wall_ms $((end - start))
   record "$c" "$t" requests "$requests"
-  record "$c" "$t" rss_kib "$(sed -n 's/^rss_kib=//p' "$WORK/time")"
+  record "$c" "$t" rss_kib "$(sed -n 's/^rss_kib=\([0-9]*\).*/\1/p' "$WORK/time")"
+  record "$c" "$t" client_cpu_s "$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$WORK/time" | awk '{ print $1 + $2 }')"
   record "$c" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
-  echo "$c $t: $((end - start)) ms, $requests requests" >>"$OUT/lines.txt"
+  record "$c" "$t" kcm_cpu_s "$(awk -v a="$kcm0" -v b="$kcm1" 'BEGIN { printf "%.2f", b - a }')"
+  echo "$c $t: $((end - start)) ms, $requests requests, plane cpu $cpu0 -> $cpu1 s, $(cat "$WORK/time")" >>"$OUT/lines.txt"
 }
 
 start_plane() {
@@ -274,22 +296,28 @@ stop_plane() {
   [[ -n ${TESTPLANE_DIR:-} ]] && bash hack/testplane.sh stop "$TESTPLANE_DIR" >&2
 }
 
-# apply_rounds SUFFIX: ROUNDS rounds of first apply and re-apply by both tools, order
-# alternating, recorded as cases apply$SUFFIX and reapply$SUFFIX.
+# apply_rounds SUFFIX: ROUNDS rounds of first apply and re-apply by each tool (minicvo with
+# both apply strategies, kubectl), the order rotating from round to round, recorded as cases
+# apply$SUFFIX and reapply$SUFFIX.
 apply_rounds() {
-  local x=$1 r s
+  local x=$1 r s i
+  local -a tools=(minicvo minicvo-cvo kubectl)
   for ((r = 0; r < ROUNDS; r++)); do
     say "apply round $((r + 1))/$ROUNDS${x:+ ($x)}: $APPLY_N objects each"
     "$LOADBENCH" gen "$APPLY_N" "$WORK/m$x$r" --replicas 0 --prefix "m$x-$r" >&2
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/c$x$r" --replicas 0 --prefix "c$x-$r" >&2
     "$LOADBENCH" gen "$APPLY_N" "$WORK/k$x$r" --replicas 0 --prefix "k$x-$r" >&2
     "$MINICVO" render "$WORK/k$x$r" -o yaml >"$WORK/k$x$r.yaml" 2>/dev/null
-    local -a sides=(minicvo kubectl)
-    ((r % 2)) && sides=(kubectl minicvo)
-    for s in "${sides[@]}"; do
+    for ((i = 0; i < ${#tools[@]}; i++)); do
+      s=${tools[$(((i + r) % ${#tools[@]}))]}
       case $s in
         minicvo)
           apply_run "apply$x" minicvo "$WORK/m$x$r"
           apply_run "reapply$x" minicvo "$WORK/m$x$r"
+          ;;
+        minicvo-cvo)
+          apply_run "apply$x" minicvo-cvo "$WORK/c$x$r"
+          apply_run "reapply$x" minicvo-cvo "$WORK/c$x$r"
           ;;
         kubectl)
           apply_run "apply$x" kubectl "$WORK/k$x$r.yaml"
@@ -348,6 +376,10 @@ bench_apply() {
     stop_delay_proxy
   fi
 
+  if [[ ${APPLY_EXTRAS:-1} == 0 ]]; then
+    apply_report
+    return
+  fi
   say "ClusterOperator wait latency"
   local line
   "$ROOT/target/release/examples/waitbench" --operators "${WAIT_OPERATORS:-10}" >"$WORK/wait.txt"
@@ -385,44 +417,65 @@ d = json.load(open(sys.argv[1]))
 c = {k: v for k, v in d["counts"].items() if v}
 print("ok=%s tasks=%d requests=%d seconds=%.1f counts=%s" % (d["ok"], len(d["tasks"]), d["requests"], d["seconds"], c))' "$WORK/multi.json")
 
-  local mw kw mr kr mrw krw mrr krr mrss krss mcpu kcpu
-  mw=$(med apply minicvo wall_ms); kw=$(med apply kubectl wall_ms)
-  mr=$(med apply minicvo requests); kr=$(med apply kubectl requests)
-  mrw=$(med reapply minicvo wall_ms); krw=$(med reapply kubectl wall_ms)
-  mrr=$(med reapply minicvo requests); krr=$(med reapply kubectl requests)
-  mrss=$(med apply minicvo rss_kib); krss=$(med apply kubectl rss_kib)
-  mcpu=$(med apply minicvo plane_cpu_s); kcpu=$(med apply kubectl plane_cpu_s)
+  apply_report
+  echo
+  echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
+  echo
+  echo "\`minicvo apply\` of openshift-multi (initializing, --stub-missing-crds, operators played by \`minicvo simulate\`): peak RSS $(awk -v k="$(sed -n 's/^rss_kib=\([0-9]*\).*/\1/p' "$WORK/time")" 'BEGIN{printf "%.0f", k/1024}') MiB, wall $((end - start)) ms; $multi"
+  echo
+  echo "Raw measurements: $RAW"
+}
+
+# apply_report: the tables of the apply rounds.
+apply_report() {
+  local kind_counts="ConfigMaps, Deployments (replicas 0), ServiceAccounts, Roles, RoleBindings, ClusterRoles, ClusterRoleBindings"
   per() { awk -v a="$1" -v n="$APPLY_N" 'BEGIN { printf "%.3f", a / n }'; }
+  mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
+  # floor CASE TOOL: the plane's CPU seconds during the tool's run divided by the cores: no
+  # client can finish before the API server and etcd have done that work.
+  local cores
+  cores=$(nproc)
+  floor_ms() { awk -v s="$(med "$1" "$2" plane_cpu_s)" -v n="$cores" 'BEGIN { printf "%.0f", s * 1000 / n }'; }
+  over_floor() { awk -v w="$(med "$1" "$2" wall_ms)" -v f="$(floor_ms "$1" "$2")" 'BEGIN { if (f > 0) printf "%.2fx", w / f; else print "n/a" }'; }
+  local -a tools=(minicvo minicvo-cvo kubectl)
+  local c t row
 
   echo "## Apply"
   echo
   machine
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; minicvo \`apply\` (updating mode, default parallelism 16, release build) vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`"
+  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; \`minicvo apply\` (updating mode, default parallelism 16, release build) with \`--apply-strategy server-side\` (the default) and \`--apply-strategy cvo\`, vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`; the three tools' order rotates from round to round"
+  echo "- floor: the CPU seconds kube-apiserver and etcd spent during the run (/proc/PID/stat utime+stime, before and after) ÷ $cores cores; the ratio is the tool's wall time over the floor of its own run (1.00x: the client added no time beyond the server's work)"
   echo
-  echo "| | minicvo | kubectl --server-side | ratio |"
-  echo "|---|---|---|---|"
-  echo "| first apply, wall ms (median) | $mw | $kw | **$(ratio "$kw" "$mw")** |"
-  echo "| first apply, requests per object | $(per "$mr") | $(per "$kr") | |"
-  echo "| re-apply unchanged, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
-  echo "| re-apply unchanged, requests per object | $(per "$mrr") | $(per "$krr") | |"
-  echo "| client peak RSS MiB (first apply) | $(awk -v k="$mrss" 'BEGIN{printf "%.0f", k/1024}') | $(awk -v k="$krss" 'BEGIN{printf "%.0f", k/1024}') | |"
-  echo "| kube-apiserver + etcd CPU s during the first apply | $mcpu | $kcpu | |"
+  echo "| loopback (medians) | minicvo server-side | minicvo cvo | kubectl --server-side | kubectl ÷ minicvo server-side | kubectl ÷ minicvo cvo |"
+  echo "|---|---|---|---|---|---|"
+  for c in apply reapply; do
+    local what="first apply"
+    [[ $c == reapply ]] && what="re-apply unchanged"
+    local ws=() ; for t in "${tools[@]}"; do ws+=("$(med "$c" "$t" wall_ms)"); done
+    echo "| $what, wall ms | ${ws[0]} | ${ws[1]} | ${ws[2]} | **$(ratio "${ws[2]}" "${ws[0]}")** | **$(ratio "${ws[2]}" "${ws[1]}")** |"
+    row="| $what, requests per object"; for t in "${tools[@]}"; do row+=" | $(per "$(med "$c" "$t" requests)")"; done; echo "$row | | |"
+    row="| $what, kube-apiserver + etcd CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" plane_cpu_s)"; done; echo "$row | | |"
+    row="| $what, floor ms (CPU s ÷ $cores)"; for t in "${tools[@]}"; do row+=" | $(floor_ms "$c" "$t")"; done; echo "$row | | |"
+    row="| $what, **wall ÷ floor**"; for t in "${tools[@]}"; do row+=" | **$(over_floor "$c" "$t")**"; done; echo "$row | | |"
+    row="| $what, client CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" client_cpu_s)"; done; echo "$row | | |"
+    row="| $what, kube-controller-manager CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" kcm_cpu_s)"; done; echo "$row | | |"
+  done
+  row="| client peak RSS MiB (first apply)"; for t in "${tools[@]}"; do row+=" | $(mib "$(med apply "$t" rss_kib)")"; done; echo "$row | | |"
   if [[ -n $LATENCY_MS ]]; then
     local x=-rtt$LATENCY_MS
-    mw=$(med "apply$x" minicvo wall_ms); kw=$(med "apply$x" kubectl wall_ms)
-    mrw=$(med "reapply$x" minicvo wall_ms); krw=$(med "reapply$x" kubectl wall_ms)
-    mr=$(med "apply$x" minicvo requests); kr=$(med "apply$x" kubectl requests)
-    echo "| first apply at $LATENCY_MS ms round trip (delayproxy), wall ms | $mw | $kw | **$(ratio "$kw" "$mw")** |"
-    echo "| first apply at $LATENCY_MS ms round trip, requests per object | $(per "$mr") | $(per "$kr") | |"
-    echo "| re-apply unchanged at $LATENCY_MS ms round trip, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
+    echo
+    echo "| $LATENCY_MS ms round trip (delayproxy), medians | minicvo server-side | minicvo cvo | kubectl --server-side | kubectl ÷ minicvo server-side | kubectl ÷ minicvo cvo |"
+    echo "|---|---|---|---|---|---|"
+    for c in apply reapply; do
+      local what="first apply"
+      [[ $c == reapply ]] && what="re-apply unchanged"
+      local ws=() ; for t in "${tools[@]}"; do ws+=("$(med "$c$x" "$t" wall_ms)"); done
+      echo "| $what, wall ms | ${ws[0]} | ${ws[1]} | ${ws[2]} | **$(ratio "${ws[2]}" "${ws[0]}")** | **$(ratio "${ws[2]}" "${ws[1]}")** |"
+      row="| $what, requests per object"; for t in "${tools[@]}"; do row+=" | $(per "$(med "$c$x" "$t" requests)")"; done; echo "$row | | |"
+      row="| $what, wall ÷ floor"; for t in "${tools[@]}"; do row+=" | $(over_floor "$c$x" "$t")"; done; echo "$row | | |"
+    done
   fi
-  echo
-  echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
-  echo
-  echo "\`minicvo apply\` of openshift-multi (initializing, --stub-missing-crds, operators played by \`minicvo simulate\`): peak RSS $(awk -v k="$(sed -n 's/^rss_kib=//p' "$WORK/time")" 'BEGIN{printf "%.0f", k/1024}') MiB, wall $((end - start)) ms; $multi"
-  echo
-  echo "Raw measurements: $RAW"
 }
 
 # lint with and without the schema rule, ROUNDS rounds, order alternating.
