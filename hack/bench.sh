@@ -513,11 +513,117 @@ bench_lint() {
   echo "Raw measurements: $RAW"
 }
 
+# e2e upgrade of openshift-multi, ROUNDS times on one fresh plane (each with --clean): the wall
+# time per phase split into requests in flight, ClusterOperator waits with no request in
+# flight, and idle time (between tasks: run-level barriers, the engine, the client).
+bench_e2e() {
+  say "building minicvo (release)"
+  cargo build --release --bin minicvo >&2
+  MINICVO=$ROOT/target/release/minicvo
+  start_plane
+  local r
+  echo "## e2e upgrade of openshift-multi"
+  echo
+  machine
+  echo "- \`minicvo e2e upgrade --from openshift-multi --to openshift-multi --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces --clean ${E2E_ARGS:-}\`, release build, one fresh test control plane"
+  echo
+  for ((r = 0; r < ROUNDS; r++)); do
+    say "e2e round $((r + 1))/$ROUNDS"
+    local start end
+    start=$(now_ms)
+    # shellcheck disable=SC2086
+    "$MINICVO" e2e upgrade --from "$CORPUS" --to "$CORPUS" --from-version 4.16.0 --to-version 4.17.0 \
+      --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
+      --timeline "$OUT/timeline-$r.json" --trace "$OUT/trace-$r.json" ${E2E_ARGS:-} >"$OUT/e2e-$r.json" ||
+      say "e2e round $r reported failures (see $OUT/e2e-$r.json)"
+    end=$(now_ms)
+    echo "### round $((r + 1)): $((end - start)) ms as a process"
+    echo
+    echo '```'
+    python3 - "$OUT/timeline-$r.json" "$OUT/e2e-$r.json" <<'PY'
+import json, sys
+from collections import defaultdict
+
+tl = json.load(open(sys.argv[1]))["events"]
+res = json.load(open(sys.argv[2]))
+first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
+print(f"total {res['seconds']:.2f}s in the harness; before the first task (load, --clean, stand-ins) {first:.2f}s; ok={res['ok']}")
+for r in res["runs"]:
+    print(f"{r['phase']}: {r['seconds']:.2f}s, {r['requests']} requests, simulator {r['simulatorRequests']} requests / {r['simulatorReports']} status writes")
+
+def sweep(intervals, lo, hi):
+    """intervals: list of (start, end, kind) with kind priority order in PRIO. Returns seconds per kind."""
+    PRIO = ["request", "co-wait"]
+    pts = sorted({lo, hi} | {max(lo, min(hi, x)) for s, e, _ in intervals for x in (s, e)})
+    out = defaultdict(float)
+    for a, b in zip(pts, pts[1:]):
+        m = (a + b) / 2
+        kinds = {k for s, e, k in intervals if s <= m < e}
+        k = next((p for p in PRIO if p in kinds), "idle")
+        out[k] += b - a
+    return out
+
+for phase in ("install", "upgrade"):
+    ev = [e for e in tl if e["phase"] == phase]
+    if not ev:
+        continue
+    iv = []
+    waits = {}
+    reqlat = []
+    for e in ev:
+        if e["action"] in ("apply", "delete") and e.get("start") is not None:
+            iv.append((e["start"], e["t"], "request"))
+            reqlat.append(e["t"] - e["start"])
+        elif e["action"] == "wait-start":
+            waits[e["name"]] = e["t"]
+        elif e["action"] == "wait-done":
+            n = e.get("name")
+            s = waits.pop(n, None)
+            if s is not None:
+                iv.append((s, e["t"], "co-wait"))
+    lo = min(min(e.get("start") or e["t"], e["t"]) for e in ev)
+    hi = max(e["t"] for e in ev)
+    br = sweep(iv, lo, hi)
+    print(f"{phase}: span {hi-lo:.2f}s (first task start {lo:.2f}s, last event {hi:.2f}s); "
+          + ", ".join(f"{k} {v:.2f}s" for k, v in sorted(br.items())))
+    reqlat.sort()
+    if reqlat:
+        print(f"  tasks with a write: {len(reqlat)}, task time median {reqlat[len(reqlat)//2]*1000:.1f} ms, p90 {reqlat[int(len(reqlat)*.9)]*1000:.1f} ms, max {reqlat[-1]*1000:.0f} ms")
+    # per run-level
+    byrl = defaultdict(list)
+    for e in ev:
+        if e.get("runLevel") is not None and e["action"] != "observed":
+            byrl[e["runLevel"]].append(e)
+    rows = []
+    for rl, es in sorted(byrl.items(), key=lambda x: min((e.get("start") or e["t"]) for e in x[1])):
+        a = min((e.get("start") or e["t"]) for e in es)
+        b = max(e["t"] for e in es)
+        wiv = []
+        ws = {}
+        for e in es:
+            if e["action"] == "wait-start": ws[e["name"]] = e["t"]
+            if e["action"] == "wait-done" and e["name"] in ws: wiv.append((ws[e["name"]], e["t"], "co-wait"))
+            if e["action"] in ("apply", "delete") and e.get("start") is not None: wiv.append((e["start"], e["t"], "request"))
+        br = sweep(wiv, a, b)
+        rows.append((rl, a, b, br, sum(1 for e in es if e["action"] in ("apply","delete")), sum(1 for e in es if e["action"]=="wait-done")))
+    if phase == "upgrade" or len(sys.argv) > 3:
+        for rl, a, b, br, n, w in rows:
+            if b - a > 0.02:
+                print(f"  run-level {rl}: {a:.2f}-{b:.2f} ({b-a:.2f}s) writes {n} waits {w}: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(br.items())))
+PY
+    echo '```'
+    echo
+  done
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "Raw: $OUT (timelines, traces, results)"
+}
+
 case ${1:-} in
   lint) bench_lint ;;
   load) bench_load ;;
   divan) bench_divan ;;
   apply) bench_apply ;;
+  e2e) bench_e2e ;;
   all)
     bench_load
     echo
