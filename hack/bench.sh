@@ -148,6 +148,7 @@ load_round() {
         timed "$c" minicvo cold "$LOADBENCH" load -n 1 "$p"
         timed "$c" minicvo warm "$LOADBENCH" load -n "$WARM" "$p"
         timed "$c" cli cold "$MINICVO" plan -q -o json "$p"
+        timed "$c" cli lint "$MINICVO" lint -q --previous "$p" "$p"
         if [[ -n $BEFORE_BENCH ]]; then
           timed "$c" before cold "$BEFORE_BENCH" load -n 1 "$p"
           timed "$c" before warm "$BEFORE_BENCH" load -n "$WARM" "$p"
@@ -181,8 +182,8 @@ bench_load() {
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- minicvo: \`loadbench load\` (load + plan, updating mode) and \`minicvo plan -q -o json\`; CVO: \`cvoload\` (LoadUpdate: YAMLOrJSONDecoder into Unstructured, load only, no graph)"
   echo
-  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO ÷ plan | \`minicvo lint --previous P P\` ms | 2 × CVO ÷ lint | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for cs in "${cases[@]}"; do
     local c=${cs%%:*}
     local gw rw gc rc cli grss rrss galloc
@@ -194,8 +195,11 @@ bench_load() {
     grss=$(med "$c" cvo cold_rss_kib)
     rrss=$(med "$c" minicvo cold_rss_kib)
     galloc=$(med "$c" cvo warm_alloc_mib)
-    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | %.0f | %.0f | %s |\n' \
-      "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" \
+    local lint2
+    lint2=$(med "$c" cli lint_process_ms)
+    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | **%s** | %s | **%s** | %.0f | %.0f | %s |\n' \
+      "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" "$(ratio "$gc" "$cli")" \
+      "$lint2" "$(ratio "$(awk -v g="$gc" 'BEGIN { print 2 * g }')" "$lint2")" \
       "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" "$galloc"
   done
   if [[ -n $BEFORE_BENCH ]]; then
