@@ -7,9 +7,14 @@
 #                          ../shared/payloads/openshift-multi and synthetic payloads of 1k, 10k
 #                          and 50k objects; time, peak RSS, allocation
 #   hack/bench.sh divan    the divan benches (cargo bench --bench load_plan)
-#   hack/bench.sh apply    apply on a fresh test control plane: minicvo vs kubectl apply
-#                          --server-side, 1,000 objects; re-apply; ClusterOperator wait latency;
-#                          memory of minicvo apply on openshift-multi (with stub CRDs)
+#   hack/bench.sh apply    apply on a fresh test control plane: minicvo (both apply strategies)
+#                          vs kubectl apply --server-side, 1,000 objects; re-apply; each tool's
+#                          wall time over the floor (kube-apiserver + etcd CPU s ÷ cores);
+#                          ClusterOperator wait latency; memory of minicvo apply on
+#                          openshift-multi (with stub CRDs)
+#   hack/bench.sh e2e      `minicvo e2e upgrade` of openshift-multi on a fresh test control
+#                          plane, ROUNDS times: where the wall time goes (requests, operator
+#                          waits, idle between tasks) per phase and run-level
 #   hack/bench.sh lint     minicvo lint --all-profiles of ../shared/payloads/openshift-multi with
 #                          the offline schema validation and with --no-schema: wall time, peak
 #                          RSS, ratio
@@ -24,6 +29,8 @@
 #   APPLY_N=1000      objects for `apply`
 #   LATENCY_MS="10"   for `apply`: also run the rounds through examples/delayproxy with this
 #                     many ms of round-trip time added (a remote cluster); "" skips them
+#   APPLY_EXTRAS=1    for `apply`: 0 skips the wait latency and openshift-multi memory runs
+#   E2E_ARGS=""       for `e2e`: more `e2e upgrade` flags (e.g. "--apply-strategy cvo")
 #
 # Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
 set -euo pipefail
@@ -141,6 +148,7 @@ load_round() {
         timed "$c" minicvo cold "$LOADBENCH" load -n 1 "$p"
         timed "$c" minicvo warm "$LOADBENCH" load -n "$WARM" "$p"
         timed "$c" cli cold "$MINICVO" plan -q -o json "$p"
+        timed "$c" cli lint "$MINICVO" lint -q --previous "$p" "$p"
         if [[ -n $BEFORE_BENCH ]]; then
           timed "$c" before cold "$BEFORE_BENCH" load -n 1 "$p"
           timed "$c" before warm "$BEFORE_BENCH" load -n "$WARM" "$p"
@@ -174,8 +182,8 @@ bench_load() {
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- minicvo: \`loadbench load\` (load + plan, updating mode) and \`minicvo plan -q -o json\`; CVO: \`cvoload\` (LoadUpdate: YAMLOrJSONDecoder into Unstructured, load only, no graph)"
   echo
-  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO ÷ plan | \`minicvo lint --previous P P\` ms | 2 × CVO ÷ lint | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for cs in "${cases[@]}"; do
     local c=${cs%%:*}
     local gw rw gc rc cli grss rrss galloc
@@ -187,8 +195,11 @@ bench_load() {
     grss=$(med "$c" cvo cold_rss_kib)
     rrss=$(med "$c" minicvo cold_rss_kib)
     galloc=$(med "$c" cvo warm_alloc_mib)
-    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | %.0f | %.0f | %s |\n' \
-      "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" \
+    local lint2
+    lint2=$(med "$c" cli lint_process_ms)
+    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | **%s** | %s | **%s** | %.0f | %.0f | %s |\n' \
+      "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" "$(ratio "$gc" "$cli")" \
+      "$lint2" "$(ratio "$(awk -v g="$gc" 'BEGIN { print 2 * g }')" "$lint2")" \
       "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" "$galloc"
   done
   if [[ -n $BEFORE_BENCH ]]; then
@@ -230,32 +241,47 @@ plane_cpu() {
   awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
 }
 
-# apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS and the
-# plane's CPU seconds.
+# CPU seconds (user + system) used so far by the test plane's kube-controller-manager (it
+# reacts to the Deployments and ServiceAccounts; not part of the floor, reported beside it).
+kcm_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' \
+    "/proc/$(<"$TESTPLANE_DIR/kube-controller-manager.pid")/stat" 2>/dev/null || echo nan
+}
+
+# apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS, the
+# client's CPU seconds and the plane's (kube-apiserver + etcd) CPU seconds. TOOL is minicvo
+# (server-side apply, the default strategy), minicvo-cvo (--apply-strategy cvo) or kubectl.
 apply_run() {
-  local c=$1 t=$2 src=$3 start end cpu0 cpu1 requests
+  local c=$1 t=$2 src=$3 start end cpu0 cpu1 kcm0 kcm1 requests
   local kc=${APPLY_KUBECONFIG:-$KUBECONFIG}
+  local -a strategy=()
+  [[ $t == minicvo-cvo ]] && strategy=(--apply-strategy cvo)
   cpu0=$(plane_cpu)
+  kcm0=$(kcm_cpu)
   start=$(now_ms)
   case $t in
-    minicvo)
-      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$MINICVO" apply "$src" --no-progress -q \
-        --no-cluster-version -o json >"$WORK/apply.json" || die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
+    minicvo | minicvo-cvo)
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M cpu_s=%U+%S' -o "$WORK/time" "$MINICVO" apply "$src" \
+        "${strategy[@]}" --no-progress -q --no-cluster-version -o json >"$WORK/apply.json" ||
+        die "minicvo apply failed: $(head -c 2000 "$WORK/apply.json")"
       requests=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"]; print(d["requests"])' "$WORK/apply.json")
       ;;
     kubectl)
-      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
+      KUBECONFIG=$kc /usr/bin/time -f 'rss_kib=%M cpu_s=%U+%S' -o "$WORK/time" "$KUBECTL" apply --server-side -f "$src" -v=6 \
         >/dev/null 2>"$WORK/kubectl.log" || die "kubectl apply failed: $(tail -n 5 "$WORK/kubectl.log")"
       requests=$(grep -c '"Response"' "$WORK/kubectl.log")
       ;;
   esac
   end=$(now_ms)
   cpu1=$(plane_cpu)
+  kcm1=$(kcm_cpu)
   record "$c" "$t" wall_ms $((end - start))
   record "$c" "$t" requests "$requests"
-  record "$c" "$t" rss_kib "$(sed -n 's/^rss_kib=//p' "$WORK/time")"
+  record "$c" "$t" rss_kib "$(sed -n 's/^rss_kib=\([0-9]*\).*/\1/p' "$WORK/time")"
+  record "$c" "$t" client_cpu_s "$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$WORK/time" | awk '{ print $1 + $2 }')"
   record "$c" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
-  echo "$c $t: $((end - start)) ms, $requests requests" >>"$OUT/lines.txt"
+  record "$c" "$t" kcm_cpu_s "$(awk -v a="$kcm0" -v b="$kcm1" 'BEGIN { printf "%.2f", b - a }')"
+  echo "$c $t: $((end - start)) ms, $requests requests, plane cpu $cpu0 -> $cpu1 s, $(cat "$WORK/time")" >>"$OUT/lines.txt"
 }
 
 start_plane() {
@@ -274,22 +300,28 @@ stop_plane() {
   [[ -n ${TESTPLANE_DIR:-} ]] && bash hack/testplane.sh stop "$TESTPLANE_DIR" >&2
 }
 
-# apply_rounds SUFFIX: ROUNDS rounds of first apply and re-apply by both tools, order
-# alternating, recorded as cases apply$SUFFIX and reapply$SUFFIX.
+# apply_rounds SUFFIX: ROUNDS rounds of first apply and re-apply by each tool (minicvo with
+# both apply strategies, kubectl), the order rotating from round to round, recorded as cases
+# apply$SUFFIX and reapply$SUFFIX.
 apply_rounds() {
-  local x=$1 r s
+  local x=$1 r s i
+  local -a tools=(minicvo minicvo-cvo kubectl)
   for ((r = 0; r < ROUNDS; r++)); do
     say "apply round $((r + 1))/$ROUNDS${x:+ ($x)}: $APPLY_N objects each"
     "$LOADBENCH" gen "$APPLY_N" "$WORK/m$x$r" --replicas 0 --prefix "m$x-$r" >&2
+    "$LOADBENCH" gen "$APPLY_N" "$WORK/c$x$r" --replicas 0 --prefix "c$x-$r" >&2
     "$LOADBENCH" gen "$APPLY_N" "$WORK/k$x$r" --replicas 0 --prefix "k$x-$r" >&2
     "$MINICVO" render "$WORK/k$x$r" -o yaml >"$WORK/k$x$r.yaml" 2>/dev/null
-    local -a sides=(minicvo kubectl)
-    ((r % 2)) && sides=(kubectl minicvo)
-    for s in "${sides[@]}"; do
+    for ((i = 0; i < ${#tools[@]}; i++)); do
+      s=${tools[$(((i + r) % ${#tools[@]}))]}
       case $s in
         minicvo)
           apply_run "apply$x" minicvo "$WORK/m$x$r"
           apply_run "reapply$x" minicvo "$WORK/m$x$r"
+          ;;
+        minicvo-cvo)
+          apply_run "apply$x" minicvo-cvo "$WORK/c$x$r"
+          apply_run "reapply$x" minicvo-cvo "$WORK/c$x$r"
           ;;
         kubectl)
           apply_run "apply$x" kubectl "$WORK/k$x$r.yaml"
@@ -348,6 +380,10 @@ bench_apply() {
     stop_delay_proxy
   fi
 
+  if [[ ${APPLY_EXTRAS:-1} == 0 ]]; then
+    apply_report
+    return
+  fi
   say "ClusterOperator wait latency"
   local line
   "$ROOT/target/release/examples/waitbench" --operators "${WAIT_OPERATORS:-10}" >"$WORK/wait.txt"
@@ -385,44 +421,65 @@ d = json.load(open(sys.argv[1]))
 c = {k: v for k, v in d["counts"].items() if v}
 print("ok=%s tasks=%d requests=%d seconds=%.1f counts=%s" % (d["ok"], len(d["tasks"]), d["requests"], d["seconds"], c))' "$WORK/multi.json")
 
-  local mw kw mr kr mrw krw mrr krr mrss krss mcpu kcpu
-  mw=$(med apply minicvo wall_ms); kw=$(med apply kubectl wall_ms)
-  mr=$(med apply minicvo requests); kr=$(med apply kubectl requests)
-  mrw=$(med reapply minicvo wall_ms); krw=$(med reapply kubectl wall_ms)
-  mrr=$(med reapply minicvo requests); krr=$(med reapply kubectl requests)
-  mrss=$(med apply minicvo rss_kib); krss=$(med apply kubectl rss_kib)
-  mcpu=$(med apply minicvo plane_cpu_s); kcpu=$(med apply kubectl plane_cpu_s)
+  apply_report
+  echo
+  echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
+  echo
+  echo "\`minicvo apply\` of openshift-multi (initializing, --stub-missing-crds, operators played by \`minicvo simulate\`): peak RSS $(awk -v k="$(sed -n 's/^rss_kib=\([0-9]*\).*/\1/p' "$WORK/time")" 'BEGIN{printf "%.0f", k/1024}') MiB, wall $((end - start)) ms; $multi"
+  echo
+  echo "Raw measurements: $RAW"
+}
+
+# apply_report: the tables of the apply rounds.
+apply_report() {
+  local kind_counts="ConfigMaps, Deployments (replicas 0), ServiceAccounts, Roles, RoleBindings, ClusterRoles, ClusterRoleBindings"
   per() { awk -v a="$1" -v n="$APPLY_N" 'BEGIN { printf "%.3f", a / n }'; }
+  mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
+  # floor CASE TOOL: the plane's CPU seconds during the tool's run divided by the cores: no
+  # client can finish before the API server and etcd have done that work.
+  local cores
+  cores=$(nproc)
+  floor_ms() { awk -v s="$(med "$1" "$2" plane_cpu_s)" -v n="$cores" 'BEGIN { printf "%.0f", s * 1000 / n }'; }
+  over_floor() { awk -v w="$(med "$1" "$2" wall_ms)" -v f="$(floor_ms "$1" "$2")" 'BEGIN { if (f > 0) printf "%.2fx", w / f; else print "n/a" }'; }
+  local -a tools=(minicvo minicvo-cvo kubectl)
+  local c t row
 
   echo "## Apply"
   echo
   machine
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; minicvo \`apply\` (updating mode, default parallelism 16, release build) vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`"
+  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; \`minicvo apply\` (updating mode, default parallelism 16, release build) with \`--apply-strategy server-side\` (the default) and \`--apply-strategy cvo\`, vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`; the three tools' order rotates from round to round"
+  echo "- floor: the CPU seconds kube-apiserver and etcd spent during the run (/proc/PID/stat utime+stime, before and after) ÷ $cores cores; the ratio is the tool's wall time over the floor of its own run (1.00x: the client added no time beyond the server's work)"
   echo
-  echo "| | minicvo | kubectl --server-side | ratio |"
-  echo "|---|---|---|---|"
-  echo "| first apply, wall ms (median) | $mw | $kw | **$(ratio "$kw" "$mw")** |"
-  echo "| first apply, requests per object | $(per "$mr") | $(per "$kr") | |"
-  echo "| re-apply unchanged, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
-  echo "| re-apply unchanged, requests per object | $(per "$mrr") | $(per "$krr") | |"
-  echo "| client peak RSS MiB (first apply) | $(awk -v k="$mrss" 'BEGIN{printf "%.0f", k/1024}') | $(awk -v k="$krss" 'BEGIN{printf "%.0f", k/1024}') | |"
-  echo "| kube-apiserver + etcd CPU s during the first apply | $mcpu | $kcpu | |"
+  echo "| loopback (medians) | minicvo server-side | minicvo cvo | kubectl --server-side | kubectl ÷ minicvo server-side | kubectl ÷ minicvo cvo |"
+  echo "|---|---|---|---|---|---|"
+  for c in apply reapply; do
+    local what="first apply"
+    [[ $c == reapply ]] && what="re-apply unchanged"
+    local ws=() ; for t in "${tools[@]}"; do ws+=("$(med "$c" "$t" wall_ms)"); done
+    echo "| $what, wall ms | ${ws[0]} | ${ws[1]} | ${ws[2]} | **$(ratio "${ws[2]}" "${ws[0]}")** | **$(ratio "${ws[2]}" "${ws[1]}")** |"
+    row="| $what, requests per object"; for t in "${tools[@]}"; do row+=" | $(per "$(med "$c" "$t" requests)")"; done; echo "$row | | |"
+    row="| $what, kube-apiserver + etcd CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" plane_cpu_s)"; done; echo "$row | | |"
+    row="| $what, floor ms (CPU s ÷ $cores)"; for t in "${tools[@]}"; do row+=" | $(floor_ms "$c" "$t")"; done; echo "$row | | |"
+    row="| $what, **wall ÷ floor**"; for t in "${tools[@]}"; do row+=" | **$(over_floor "$c" "$t")**"; done; echo "$row | | |"
+    row="| $what, client CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" client_cpu_s)"; done; echo "$row | | |"
+    row="| $what, kube-controller-manager CPU s"; for t in "${tools[@]}"; do row+=" | $(med "$c" "$t" kcm_cpu_s)"; done; echo "$row | | |"
+  done
+  row="| client peak RSS MiB (first apply)"; for t in "${tools[@]}"; do row+=" | $(mib "$(med apply "$t" rss_kib)")"; done; echo "$row | | |"
   if [[ -n $LATENCY_MS ]]; then
     local x=-rtt$LATENCY_MS
-    mw=$(med "apply$x" minicvo wall_ms); kw=$(med "apply$x" kubectl wall_ms)
-    mrw=$(med "reapply$x" minicvo wall_ms); krw=$(med "reapply$x" kubectl wall_ms)
-    mr=$(med "apply$x" minicvo requests); kr=$(med "apply$x" kubectl requests)
-    echo "| first apply at $LATENCY_MS ms round trip (delayproxy), wall ms | $mw | $kw | **$(ratio "$kw" "$mw")** |"
-    echo "| first apply at $LATENCY_MS ms round trip, requests per object | $(per "$mr") | $(per "$kr") | |"
-    echo "| re-apply unchanged at $LATENCY_MS ms round trip, wall ms | $mrw | $krw | **$(ratio "$krw" "$mrw")** |"
+    echo
+    echo "| $LATENCY_MS ms round trip (delayproxy), medians | minicvo server-side | minicvo cvo | kubectl --server-side | kubectl ÷ minicvo server-side | kubectl ÷ minicvo cvo |"
+    echo "|---|---|---|---|---|---|"
+    for c in apply reapply; do
+      local what="first apply"
+      [[ $c == reapply ]] && what="re-apply unchanged"
+      local ws=() ; for t in "${tools[@]}"; do ws+=("$(med "$c$x" "$t" wall_ms)"); done
+      echo "| $what, wall ms | ${ws[0]} | ${ws[1]} | ${ws[2]} | **$(ratio "${ws[2]}" "${ws[0]}")** | **$(ratio "${ws[2]}" "${ws[1]}")** |"
+      row="| $what, requests per object"; for t in "${tools[@]}"; do row+=" | $(per "$(med "$c$x" "$t" requests)")"; done; echo "$row | | |"
+      row="| $what, wall ÷ floor"; for t in "${tools[@]}"; do row+=" | $(over_floor "$c$x" "$t")"; done; echo "$row | | |"
+    done
   fi
-  echo
-  echo "ClusterOperator wait latency (status write → next run-level's first request), $(awk '$1=="wait"' "$RAW" | wc -l) waits: median $(med wait minicvo latency_ms) ms (min $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | head -n1), max $(awk '$1=="wait" {print $4}' "$RAW" | sort -g | tail -n1))."
-  echo
-  echo "\`minicvo apply\` of openshift-multi (initializing, --stub-missing-crds, operators played by \`minicvo simulate\`): peak RSS $(awk -v k="$(sed -n 's/^rss_kib=//p' "$WORK/time")" 'BEGIN{printf "%.0f", k/1024}') MiB, wall $((end - start)) ms; $multi"
-  echo
-  echo "Raw measurements: $RAW"
 }
 
 # lint with and without the schema rule, ROUNDS rounds, order alternating.
@@ -460,11 +517,117 @@ bench_lint() {
   echo "Raw measurements: $RAW"
 }
 
+# e2e upgrade of openshift-multi, ROUNDS times on one fresh plane (each with --clean): the wall
+# time per phase split into requests in flight, ClusterOperator waits with no request in
+# flight, and idle time (between tasks: run-level barriers, the engine, the client).
+bench_e2e() {
+  say "building minicvo (release)"
+  cargo build --release --bin minicvo >&2
+  MINICVO=$ROOT/target/release/minicvo
+  start_plane
+  local r
+  echo "## e2e upgrade of openshift-multi"
+  echo
+  machine
+  echo "- \`minicvo e2e upgrade --from openshift-multi --to openshift-multi --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces --clean ${E2E_ARGS:-}\`, release build, one fresh test control plane"
+  echo
+  for ((r = 0; r < ROUNDS; r++)); do
+    say "e2e round $((r + 1))/$ROUNDS"
+    local start end
+    start=$(now_ms)
+    # shellcheck disable=SC2086
+    "$MINICVO" e2e upgrade --from "$CORPUS" --to "$CORPUS" --from-version 4.16.0 --to-version 4.17.0 \
+      --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
+      --timeline "$OUT/timeline-$r.json" --trace "$OUT/trace-$r.json" ${E2E_ARGS:-} >"$OUT/e2e-$r.json" ||
+      say "e2e round $r reported failures (see $OUT/e2e-$r.json)"
+    end=$(now_ms)
+    echo "### round $((r + 1)): $((end - start)) ms as a process"
+    echo
+    echo '```'
+    python3 - "$OUT/timeline-$r.json" "$OUT/e2e-$r.json" <<'PY'
+import json, sys
+from collections import defaultdict
+
+tl = json.load(open(sys.argv[1]))["events"]
+res = json.load(open(sys.argv[2]))
+first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
+print(f"total {res['seconds']:.2f}s in the harness; before the first task (load, --clean, stand-ins) {first:.2f}s; ok={res['ok']}")
+for r in res["runs"]:
+    print(f"{r['phase']}: {r['seconds']:.2f}s, {r['requests']} requests, simulator {r['simulatorRequests']} requests / {r['simulatorReports']} status writes")
+
+def sweep(intervals, lo, hi):
+    """intervals: list of (start, end, kind) with kind priority order in PRIO. Returns seconds per kind."""
+    PRIO = ["request", "co-wait"]
+    pts = sorted({lo, hi} | {max(lo, min(hi, x)) for s, e, _ in intervals for x in (s, e)})
+    out = defaultdict(float)
+    for a, b in zip(pts, pts[1:]):
+        m = (a + b) / 2
+        kinds = {k for s, e, k in intervals if s <= m < e}
+        k = next((p for p in PRIO if p in kinds), "idle")
+        out[k] += b - a
+    return out
+
+for phase in ("install", "upgrade"):
+    ev = [e for e in tl if e["phase"] == phase]
+    if not ev:
+        continue
+    iv = []
+    waits = {}
+    reqlat = []
+    for e in ev:
+        if e["action"] in ("apply", "delete") and e.get("start") is not None:
+            iv.append((e["start"], e["t"], "request"))
+            reqlat.append(e["t"] - e["start"])
+        elif e["action"] == "wait-start":
+            waits[e["name"]] = e["t"]
+        elif e["action"] == "wait-done":
+            n = e.get("name")
+            s = waits.pop(n, None)
+            if s is not None:
+                iv.append((s, e["t"], "co-wait"))
+    lo = min(min(e.get("start") or e["t"], e["t"]) for e in ev)
+    hi = max(e["t"] for e in ev)
+    br = sweep(iv, lo, hi)
+    print(f"{phase}: span {hi-lo:.2f}s (first task start {lo:.2f}s, last event {hi:.2f}s); "
+          + ", ".join(f"{k} {v:.2f}s" for k, v in sorted(br.items())))
+    reqlat.sort()
+    if reqlat:
+        print(f"  tasks with a write: {len(reqlat)}, task time median {reqlat[len(reqlat)//2]*1000:.1f} ms, p90 {reqlat[int(len(reqlat)*.9)]*1000:.1f} ms, max {reqlat[-1]*1000:.0f} ms")
+    # per run-level
+    byrl = defaultdict(list)
+    for e in ev:
+        if e.get("runLevel") is not None and e["action"] != "observed":
+            byrl[e["runLevel"]].append(e)
+    rows = []
+    for rl, es in sorted(byrl.items(), key=lambda x: min((e.get("start") or e["t"]) for e in x[1])):
+        a = min((e.get("start") or e["t"]) for e in es)
+        b = max(e["t"] for e in es)
+        wiv = []
+        ws = {}
+        for e in es:
+            if e["action"] == "wait-start": ws[e["name"]] = e["t"]
+            if e["action"] == "wait-done" and e["name"] in ws: wiv.append((ws[e["name"]], e["t"], "co-wait"))
+            if e["action"] in ("apply", "delete") and e.get("start") is not None: wiv.append((e["start"], e["t"], "request"))
+        br = sweep(wiv, a, b)
+        rows.append((rl, a, b, br, sum(1 for e in es if e["action"] in ("apply","delete")), sum(1 for e in es if e["action"]=="wait-done")))
+    if phase == "upgrade" or len(sys.argv) > 3:
+        for rl, a, b, br, n, w in rows:
+            if b - a > 0.02:
+                print(f"  run-level {rl}: {a:.2f}-{b:.2f} ({b-a:.2f}s) writes {n} waits {w}: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(br.items())))
+PY
+    echo '```'
+    echo
+  done
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "Raw: $OUT (timelines, traces, results)"
+}
+
 case ${1:-} in
   lint) bench_lint ;;
   load) bench_load ;;
   divan) bench_divan ;;
   apply) bench_apply ;;
+  e2e) bench_e2e ;;
   all)
     bench_load
     echo

@@ -92,7 +92,8 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     let mut payload_name = a.payload.payload.display().to_string();
     let mut previous_name = a.previous.as_ref().map(|p| p.display().to_string());
-    for profile in profiles {
+    let last = profiles.len().saturating_sub(1);
+    for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
         let (payload, options, image) = args.load_image(false)?;
@@ -144,6 +145,12 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             feature_set: plan.feature_set.clone(),
             findings,
         });
+        if i == last {
+            // The loaded payloads are not needed any more (earlier profiles' are freed, so
+            // the peak stays that of one profile).
+            drop(cx);
+            super::keep_until_exit((plan, payload, previous));
+        }
     }
     let result = Report {
         payload: payload_name,
@@ -159,7 +166,9 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         }
     };
     print(&out)?;
-    Ok(if result.has_errors() {
+    let has_errors = result.has_errors();
+    super::keep_until_exit((result, out, builtin, extra_crds));
+    Ok(if has_errors {
         ExitCode::from(EXIT_FAILURE)
     } else {
         ExitCode::SUCCESS

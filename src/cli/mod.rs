@@ -115,6 +115,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Hands `value` to the end of the process without freeing it. A one-shot command calls this on
+/// its payloads, plans and output once the output is written: the process exits right after
+/// and the kernel takes the memory back at once, while freeing a loaded payload's hundreds of
+/// thousands of small allocations one by one costs milliseconds (BENCHMARKS.md, "Load + plan
+/// as a process"). Only for values a command would otherwise drop just before returning.
+pub(crate) fn keep_until_exit<T>(value: T) {
+    std::mem::forget(value);
+}
+
 /// A usage error found after argument parsing (bad flag values, unreadable option files).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

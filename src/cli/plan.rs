@@ -92,18 +92,28 @@ pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             Some(i) => format!("Image {}\n{}", pinned_line(i), output::text::plan(&plan)),
             None => output::text::plan(&plan),
         },
-        PlanFormat::Json => {
-            let mut v = output::json::plan(&plan);
-            if let (Some(i), Some(o)) = (&image, v.as_object_mut()) {
-                o.insert("image".into(), super::args::image_json(i));
+        PlanFormat::Json => match &image {
+            Some(i) => {
+                let mut v = output::json::plan(&plan);
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("image".into(), super::args::image_json(i));
+                }
+                let mut s = serde_json::to_string_pretty(&v)?;
+                s.push('\n');
+                s
             }
-            let mut s = serde_json::to_string_pretty(&v)?;
-            s.push('\n');
-            s
-        }
+            None => {
+                // Streamed: no `Value` tree of every task (see `write_plan`).
+                let mut out = Vec::with_capacity(256 * plan.tasks.len() + 4096);
+                output::json::write_plan(&plan, &mut out)?;
+                out.push(b'\n');
+                String::from_utf8(out)?
+            }
+        },
         PlanFormat::Dot => output::dot::plan(&plan),
     };
     print(&text)?;
+    super::keep_until_exit((plan, text));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -137,5 +147,7 @@ pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
         }
     };
     print(&text)?;
+    drop(objects);
+    super::keep_until_exit((plan, text));
     Ok(ExitCode::SUCCESS)
 }

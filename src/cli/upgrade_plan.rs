@@ -100,5 +100,6 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
         UpgradePlanFormat::Dot => dot::dot(&up),
     };
     print(&out)?;
+    super::keep_until_exit((up, old, new, out));
     Ok(ExitCode::SUCCESS)
 }
