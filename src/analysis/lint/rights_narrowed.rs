@@ -19,13 +19,12 @@
 //! before its component's ClusterOperator wait. Roles with an `aggregationRule` are left out:
 //! their rules belong to the aggregation controller, not to the payload.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
 
 use super::{Context, Finding, Location, Rule, Severity, Side, applies};
-use crate::analysis::references::{Via, binding_uses, is_binding, is_workload, role_of};
+use crate::analysis::references::{Use, Via, binding_uses, is_binding, is_workload, role_of};
 use crate::manifest::{Manifest, ObjectId};
 use crate::plan::Action;
 
@@ -291,7 +290,19 @@ pub fn check(cx: &Context) -> Vec<Finding> {
     };
     let bindings = old(is_binding);
     let roles = old(is_role);
-    let workloads = old(is_workload);
+    // The workloads of the previous payload that some binding grants rights, with those
+    // uses and their ServiceAccount, worked out once.
+    let users: Vec<(&Manifest, Vec<Use>, String)> = old(is_workload)
+        .into_iter()
+        .filter_map(|w| {
+            let uses = binding_uses(w, bindings.iter().copied());
+            let sa = uses.iter().find_map(|u| match &u.via {
+                Via::Binding { service_account } => Some(service_account.clone()),
+                _ => None,
+            })?;
+            Some((w, uses, sa))
+        })
+        .collect();
     let mut findings = Vec::new();
     for t in cx.plan.tasks.iter().filter(|t| t.action == Action::Apply) {
         let m = &t.manifest;
@@ -312,14 +323,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
         let Some(change) = change else {
             continue;
         };
-        for w in &workloads {
-            let uses = binding_uses(w, bindings.iter().copied());
-            let Some(service_account) = uses.iter().find_map(|u| match &u.via {
-                Via::Binding { service_account } => Some(service_account.clone()),
-                _ => None,
-            }) else {
-                continue;
-            };
+        for (w, uses, service_account) in &users {
             let loss = match &change {
                 Change::Role(lost) => {
                     let granting: Vec<&Manifest> = uses
@@ -352,7 +356,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
                 }
             };
             if let Some(late) = too_early(cx, t.id, &w.id) {
-                findings.push(finding(cx, t.id, w, &service_account, &loss, late));
+                findings.push(finding(cx, t.id, w, service_account, &loss, late));
             }
         }
     }
