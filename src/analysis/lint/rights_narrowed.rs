@@ -208,7 +208,7 @@ pub fn lost_rights(old: &Manifest, new: &Manifest) -> Vec<Right> {
     lost
 }
 
-/// `get,list pods; update leases.coordination.k8s.io named x`.
+/// `get,list on pods; update on leases.coordination.k8s.io named x`.
 fn describe(lost: &[Right]) -> String {
     let mut by_target: Vec<(String, Vec<&str>)> = Vec::new();
     for r in lost {
@@ -220,7 +220,7 @@ fn describe(lost: &[Right]) -> String {
     }
     by_target
         .iter()
-        .map(|(t, verbs)| format!("{} {t}", verbs.join(",")))
+        .map(|(t, verbs)| format!("{} on {t}", verbs.join(",")))
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -237,7 +237,7 @@ fn narrowing_names_role_lost_rights_binding_and_positions() {
     );
     assert!(
         f.message.contains(
-            "narrows ClusterRole.rbac.authorization.k8s.io op (granted to ServiceAccount op/default by ClusterRoleBinding.rbac.authorization.k8s.io op): the pods lose update,create leases.coordination.k8s.io"
+            "narrows ClusterRole.rbac.authorization.k8s.io op (granted to ServiceAccount op/default by ClusterRoleBinding.rbac.authorization.k8s.io op): the pods lose update,create on leases.coordination.k8s.io"
         ),
         "{}",
         f.message
