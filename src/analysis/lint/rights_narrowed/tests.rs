@@ -91,6 +91,9 @@ fn new(extra: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
     files
 }
 
+/// Payload files: name and text.
+type Files = Vec<(&'static str, String)>;
+
 fn refs<'a>(files: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     files.iter().map(|(n, t)| (*n, t.as_str())).collect()
 }
@@ -111,7 +114,7 @@ fn keep_binding() -> (&'static str, String) {
 #[test]
 fn shapes_table() {
     // (case, NEW's RBAC files, expected number of findings, text every finding contains)
-    let cases: Vec<(&str, Vec<(&'static str, String)>, usize, &str)> = vec![
+    let cases: Vec<(&str, Files, usize, &str)> = vec![
         (
             "narrowed before the update",
             vec![("0000_50_op_02_role.yaml", role(NARROW)), keep_binding()],
