@@ -128,6 +128,12 @@ fn shapes_table() {
             "before ClusterOperator op reports the new version",
         ),
         (
+            "narrowed by another component of the same run-level",
+            vec![("0000_50_other_02_role.yaml", role(NARROW)), keep_binding()],
+            1,
+            "in parallel with the update of Deployment.apps op/op",
+        ),
+        (
             "narrowed after the ClusterOperator wait",
             vec![("0000_90_op_00_role.yaml", role(NARROW)), keep_binding()],
             0,
