@@ -30,6 +30,7 @@ mod cli_completions;
 mod cli_implicit_capabilities;
 mod cli_not_rolled_out;
 mod cli_plan;
+mod cli_rights_narrowed;
 mod cli_schema;
 mod cluster_diff;
 mod cluster_smoke;

@@ -16,6 +16,7 @@
 //! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
 //! | `invalid-delete-annotation` | [`delete_annotation`] | error |
 //! | `not-rolled-out` | [`not_rolled_out`] | warning (with `--previous`) |
+//! | `rights-lost-before-rollout` | [`rights_narrowed`] | error (with `--previous`) |
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
@@ -26,6 +27,7 @@ pub mod duplicates;
 pub mod namespace_order;
 pub mod not_rolled_out;
 pub mod report;
+pub mod rights_narrowed;
 pub mod schema;
 pub mod tombstones;
 
@@ -93,6 +95,8 @@ pub enum Rule {
     InvalidDeleteAnnotation,
     /// A field changed since the previous payload that the CVO's merge never writes.
     NotRolledOut,
+    /// An apply narrows a role or binding the previous payload's pods still need.
+    RightsLostBeforeRollout,
 }
 
 impl Rule {
@@ -114,6 +118,7 @@ impl Rule {
             Rule::Schema => "schema",
             Rule::InvalidDeleteAnnotation => "invalid-delete-annotation",
             Rule::NotRolledOut => "not-rolled-out",
+            Rule::RightsLostBeforeRollout => "rights-lost-before-rollout",
         }
     }
 }
@@ -317,6 +322,7 @@ pub fn lint(cx: &Context) -> Vec<Finding> {
     findings.extend(cluster_operators::check(cx));
     findings.extend(delete_annotation::check(cx));
     findings.extend(not_rolled_out::check(cx));
+    findings.extend(rights_narrowed::check(cx));
     sort(&mut findings);
     findings
 }

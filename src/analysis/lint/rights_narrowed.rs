@@ -1,0 +1,464 @@
+//! Taking rights from running pods without deleting anything: `rights-lost-before-rollout`.
+//!
+//! The pods of the previous release keep running until their workload is updated and rolled
+//! out, and the first point where the new pods are known to be in charge is the ClusterOperator
+//! wait of the workload's component (see [`delete_before_user`](super::delete_before_user)).
+//! A delete is not the only way to take something from them before then. The CVO replaces a
+//! Role's or ClusterRole's `rules` whole and a binding's `subjects` and `roleRef` whole, so an
+//! apply can narrow what the old pods' ServiceAccount may do:
+//!
+//! - an apply of a Role or ClusterRole of the previous payload whose rules no longer cover one of
+//!   the previous rules (compared right by right: verb, API group, resource, resource name, or
+//!   non-resource URL, with `*` matching as the API server's authorizer does), when a binding of
+//!   the previous payload grants that role to the ServiceAccount of a workload of the previous
+//!   payload;
+//! - an apply of a RoleBinding or ClusterRoleBinding of the previous payload that no longer
+//!   names that ServiceAccount among its subjects, or that names another role.
+//!
+//! Either is an error when it can run before or in parallel with the workload's update, or
+//! before its component's ClusterOperator wait. Roles with an `aggregationRule` are left out:
+//! their rules belong to the aggregation controller, not to the payload.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::{Context, Finding, Location, Rule, Severity, Side, applies};
+use crate::analysis::references::{Use, Via, binding_uses, is_binding, is_workload, role_of};
+use crate::manifest::{Manifest, ObjectId};
+use crate::plan::Action;
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// One right a role grants: a verb on a resource, or on a non-resource URL.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Right {
+    /// A verb on `resource` (maybe `name/subresource`) of an API group, maybe one name only.
+    Resource {
+        /// The verb, or `*`.
+        verb: String,
+        /// The API group (`""` for core), or `*`.
+        group: String,
+        /// The resource, or `*`, `*/sub`, `res/sub`.
+        resource: String,
+        /// The object name; `None` for every name.
+        name: Option<String>,
+    },
+    /// A verb on a non-resource URL (ClusterRoles only).
+    Url {
+        /// The verb, or `*`.
+        verb: String,
+        /// The URL path, maybe ending in `*`.
+        url: String,
+    },
+}
+
+impl Right {
+    fn verb(&self) -> &str {
+        match self {
+            Right::Resource { verb, .. } | Right::Url { verb, .. } => verb,
+        }
+    }
+}
+
+/// The right without its verb: `pods`, `leases.coordination.k8s.io named x`, `URL /metrics`.
+struct Target<'a>(&'a Right);
+
+impl fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Right::Resource {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                f.write_str(resource)?;
+                if !group.is_empty() {
+                    write!(f, ".{group}")?;
+                }
+                if let Some(n) = name {
+                    write!(f, " named {n}")?;
+                }
+                Ok(())
+            }
+            Right::Url { url, .. } => write!(f, "URL {url}"),
+        }
+    }
+}
+
+/// One entry of a role's `rules`.
+#[derive(Debug, Default)]
+struct PolicyRule {
+    verbs: Vec<String>,
+    groups: Vec<String>,
+    resources: Vec<String>,
+    names: Vec<String>,
+    urls: Vec<String>,
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn policy_rules(role: &Manifest) -> Vec<PolicyRule> {
+    role.object
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| PolicyRule {
+            verbs: strings(r, "verbs"),
+            groups: strings(r, "apiGroups"),
+            resources: strings(r, "resources"),
+            names: strings(r, "resourceNames"),
+            urls: strings(r, "nonResourceURLs"),
+        })
+        .collect()
+}
+
+impl PolicyRule {
+    /// Every right of the rule, one verb and one target each.
+    fn rights(&self) -> Vec<Right> {
+        let mut out = Vec::new();
+        let names: Vec<Option<&String>> = if self.names.is_empty() {
+            vec![None]
+        } else {
+            self.names.iter().map(Some).collect()
+        };
+        for verb in &self.verbs {
+            for group in &self.groups {
+                for resource in &self.resources {
+                    for name in &names {
+                        out.push(Right::Resource {
+                            verb: verb.clone(),
+                            group: group.clone(),
+                            resource: resource.clone(),
+                            name: name.cloned(),
+                        });
+                    }
+                }
+            }
+            for url in &self.urls {
+                out.push(Right::Url {
+                    verb: verb.clone(),
+                    url: url.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether the rule grants `right`, matching as Kubernetes' RBAC authorizer does: `*` matches
+    /// any verb, group, resource or URL; `*/sub` matches subresource `sub` of any resource; an
+    /// empty `resourceNames` matches every name; a URL pattern ending in `*` matches by prefix.
+    /// A `*` in `right` is only granted by a `*` (or a prefix pattern that covers it).
+    fn grants(&self, right: &Right) -> bool {
+        let has = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);
+        if !has(&self.verbs, right.verb()) {
+            return false;
+        }
+        match right {
+            Right::Resource {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                has(&self.groups, group)
+                    && self.resources.iter().any(|r| resource_matches(r, resource))
+                    && (self.names.is_empty()
+                        || name.as_ref().is_some_and(|n| self.names.contains(n)))
+            }
+            Right::Url { url, .. } => self.urls.iter().any(|u| {
+                u == url
+                    || u.strip_suffix('*')
+                        .is_some_and(|prefix| url.starts_with(prefix))
+            }),
+        }
+    }
+}
+
+fn resource_matches(rule: &str, resource: &str) -> bool {
+    if rule == "*" || rule == resource {
+        return true;
+    }
+    match (rule.strip_prefix("*/"), resource.split_once('/')) {
+        (Some(sub), Some((_, asked))) => sub == asked,
+        _ => false,
+    }
+}
+
+/// The rights `old`'s rules grant that `new`'s rules do not, in rule order, without repeats.
+#[must_use]
+pub fn lost_rights(old: &Manifest, new: &Manifest) -> Vec<Right> {
+    let kept = policy_rules(new);
+    let mut lost: Vec<Right> = Vec::new();
+    for right in policy_rules(old).iter().flat_map(PolicyRule::rights) {
+        if !kept.iter().any(|r| r.grants(&right)) && !lost.contains(&right) {
+            lost.push(right);
+        }
+    }
+    lost
+}
+
+/// `get,list on pods; update on leases.coordination.k8s.io named x`.
+fn describe(lost: &[Right]) -> String {
+    let mut by_target: Vec<(String, Vec<&str>)> = Vec::new();
+    for r in lost {
+        let target = Target(r).to_string();
+        match by_target.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, verbs)) => verbs.push(r.verb()),
+            None => by_target.push((target, vec![r.verb()])),
+        }
+    }
+    by_target
+        .iter()
+        .map(|(t, verbs)| format!("{} on {t}", verbs.join(",")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn is_role(m: &Manifest) -> bool {
+    m.id.group == RBAC && (m.id.kind == "Role" || m.id.kind == "ClusterRole")
+}
+
+fn aggregated(m: &Manifest) -> bool {
+    m.object
+        .get("aggregationRule")
+        .is_some_and(|v| !v.is_null())
+}
+
+/// Where a task that takes rights away is too early for a workload of the previous payload.
+#[derive(Clone, Copy)]
+enum Late {
+    /// It can run before or in parallel with NEW's update of the workload (task).
+    Update(usize),
+    /// It can run before the ClusterOperator wait (task) of the workload's component.
+    Wait(usize),
+}
+
+fn too_early(cx: &Context, a: usize, workload: &ObjectId) -> Option<Late> {
+    let updates: Vec<usize> = cx
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| applies(t) && &t.manifest.id == workload)
+        .map(|t| t.id)
+        .collect();
+    if let Some(&u) = updates.iter().find(|&&u| !cx.runs_before(u, a)) {
+        return Some(Late::Update(u));
+    }
+    let component = cx.plan.tasks[*updates.first()?].component.as_ref()?;
+    cx.plan
+        .tasks
+        .iter()
+        .filter(|t| t.action == Action::Wait && t.component.as_ref() == Some(component))
+        .find(|t| !cx.runs_before(t.id, a))
+        .map(|t| Late::Wait(t.id))
+}
+
+/// What the apply takes away from a workload's ServiceAccount.
+enum Loss<'a> {
+    /// The role is narrowed; the bindings of the previous payload that grant it.
+    Narrowed(Vec<&'a Manifest>, Vec<Right>),
+    /// The binding no longer names the account.
+    SubjectDropped,
+    /// The binding names another role (old, new).
+    RoleRefChanged(Option<ObjectId>, Option<ObjectId>),
+}
+
+/// Runs the rule (only with a previous payload).
+#[must_use]
+pub fn check(cx: &Context) -> Vec<Finding> {
+    let Some(prev) = cx.previous else {
+        return Vec::new();
+    };
+    let old = |keep: fn(&Manifest) -> bool| -> Vec<&Manifest> {
+        prev.plan
+            .tasks
+            .iter()
+            .filter(|t| applies(t) && keep(&t.manifest))
+            .map(|t| &t.manifest)
+            .collect()
+    };
+    let bindings = old(is_binding);
+    let roles = old(is_role);
+    // The workloads of the previous payload that some binding grants rights, with those
+    // uses and their ServiceAccount, worked out once.
+    let users: Vec<(&Manifest, Vec<Use>, String)> = old(is_workload)
+        .into_iter()
+        .filter_map(|w| {
+            let uses = binding_uses(w, bindings.iter().copied());
+            let sa = uses.iter().find_map(|u| match &u.via {
+                Via::Binding { service_account } => Some(service_account.clone()),
+                _ => None,
+            })?;
+            Some((w, uses, sa))
+        })
+        .collect();
+    let mut findings = Vec::new();
+    for t in cx.plan.tasks.iter().filter(|t| t.action == Action::Apply) {
+        let m = &t.manifest;
+        let change = if is_role(m) {
+            roles
+                .iter()
+                .find(|r| r.id == m.id && !aggregated(r) && !aggregated(m))
+                .map(|r| Change::Role(lost_rights(r, m)))
+                .filter(|c| !matches!(c, Change::Role(lost) if lost.is_empty()))
+        } else if is_binding(m) {
+            bindings
+                .iter()
+                .find(|b| b.id == m.id)
+                .map(|b| Change::Binding(b))
+        } else {
+            None
+        };
+        let Some(change) = change else {
+            continue;
+        };
+        for (w, uses, service_account) in &users {
+            let loss = match &change {
+                Change::Role(lost) => {
+                    let granting: Vec<&Manifest> = uses
+                        .iter()
+                        .filter(|u| u.target == m.id)
+                        .filter_map(|u| match &u.via {
+                            Via::Role { binding, .. } => bindings
+                                .iter()
+                                .copied()
+                                .find(|b| b.id.to_string() == *binding),
+                            _ => None,
+                        })
+                        .collect();
+                    if granting.is_empty() {
+                        continue;
+                    }
+                    Loss::Narrowed(granting, lost.clone())
+                }
+                Change::Binding(old_binding) => {
+                    if !uses.iter().any(|u| u.target == m.id) {
+                        continue;
+                    }
+                    if binding_uses(w, [m]).is_empty() {
+                        Loss::SubjectDropped
+                    } else if role_of(old_binding) != role_of(m) {
+                        Loss::RoleRefChanged(role_of(old_binding), role_of(m))
+                    } else {
+                        continue;
+                    }
+                }
+            };
+            if let Some(late) = too_early(cx, t.id, &w.id) {
+                findings.push(finding(cx, t.id, w, service_account, &loss, late));
+            }
+        }
+    }
+    findings
+}
+
+/// How an apply of NEW changes an RBAC object of the previous payload.
+enum Change<'a> {
+    /// A role loses these rights.
+    Role(Vec<Right>),
+    /// A binding is applied again; the previous payload's version.
+    Binding(&'a Manifest),
+}
+
+fn name(id: Option<&ObjectId>) -> String {
+    id.map_or_else(|| "none".to_string(), ToString::to_string)
+}
+
+fn finding(cx: &Context, a: usize, w: &Manifest, sa: &str, loss: &Loss, late: Late) -> Finding {
+    let m = &cx.plan.tasks[a].manifest;
+    let what = match loss {
+        Loss::Narrowed(granting, lost) => format!(
+            "narrows {} (granted to {sa} by {}): the pods lose {}",
+            m.id,
+            granting
+                .iter()
+                .map(|b| b.id.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            describe(lost)
+        ),
+        Loss::SubjectDropped => format!(
+            "drops {sa} from the subjects of {}: the pods lose every right it grants",
+            m.id
+        ),
+        Loss::RoleRefChanged(old, new) => format!(
+            "changes the roleRef of {} from {} to {} (the API server refuses a roleRef change; the binding must be recreated, and {sa} loses the old role's rights)",
+            m.id,
+            name(old.as_ref()),
+            name(new.as_ref())
+        ),
+    };
+    let (when, related, hint) = match late {
+        Late::Update(u) => (
+            format!(
+                "{} the update of {}, whose pods from the previous payload run as {sa}",
+                cx.before_or_parallel(a, u),
+                w.id
+            ),
+            ("update", u),
+            later_hint(cx, wait_of(cx, u)),
+        ),
+        Late::Wait(c) => (
+            format!(
+                "{} ClusterOperator {} reports the new version, while pods of {} from the previous payload may still run as {sa} (the CVO does not wait for rollouts)",
+                cx.before_or_parallel(a, c),
+                cx.plan.tasks[c].manifest.id.name,
+                w.id
+            ),
+            ("wait", c),
+            later_hint(cx, Some(c)),
+        ),
+    };
+    let mut f = Finding::at(
+        Rule::RightsLostBeforeRollout,
+        Severity::Error,
+        cx.location(a),
+        format!("applied {when}; it {what}"),
+    )
+    .hint(hint)
+    .related("user", Location::of(w, Side::Previous));
+    if let Loss::Narrowed(granting, _) = loss {
+        for b in granting {
+            f = f.related("binding", Location::of(b, Side::Previous));
+        }
+    }
+    f.related(related.0, cx.location(related.1))
+}
+
+fn wait_of(cx: &Context, u: usize) -> Option<usize> {
+    let component = cx.plan.tasks[u].component.as_ref()?;
+    cx.plan
+        .tasks
+        .iter()
+        .rev()
+        .find(|t| t.action == Action::Wait && t.component.as_ref() == Some(component))
+        .map(|t| t.id)
+}
+
+fn later_hint(cx: &Context, wait: Option<usize>) -> String {
+    match wait {
+        Some(c) => {
+            let co = &cx.plan.tasks[c];
+            format!(
+                "keep the old rights until the new pods are in charge: apply the narrower version in a manifest at a run-level after ClusterOperator {} (run-level {}), or in a later release",
+                co.manifest.id.name,
+                co.run_level.as_deref().unwrap_or("-")
+            )
+        }
+        None => "keep the old rights until the workload is updated and rolled out, and narrow them in a later manifest or release".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
