@@ -90,30 +90,21 @@ pub struct TaskFailure {
     pub file: String,
     /// Document index in the file.
     pub document: usize,
-    /// Kind.
-    pub kind: String,
-    /// Namespace.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
+    /// The object (its fields appear flat in JSON: `group`, `kind`, `namespace`, `name`).
+    #[serde(flatten)]
+    pub object: ObjectId,
     /// The cause.
     pub message: String,
 }
 
 impl std::fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let obj = ObjectId {
-            group: String::new(),
-            kind: self.kind.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-        };
         write!(
             f,
             "{}#{} {}: {}",
             self.file,
             self.document,
-            obj.short(),
+            self.object.short(),
             self.message
         )
     }
@@ -295,9 +286,7 @@ impl ApplyObserver for ReportBuilder {
                         TaskFailure {
                             file: task.file.clone(),
                             document: task.document,
-                            kind: task.object.kind.clone(),
-                            namespace: task.object.namespace.clone(),
-                            name: task.object.name.clone(),
+                            object: task.object.clone(),
                             message: error.clone().unwrap_or_default(),
                         },
                     ));
@@ -467,7 +456,7 @@ mod tests {
             (2, 1, 1)
         );
         // Node 1 (b) before node 2 (a), the CVO's order.
-        assert_eq!(r.errors[0].name, "cm1");
+        assert_eq!(r.errors[0].object.name, "cm1");
         assert_eq!(
             r.errors[1].to_string(),
             "release-manifests/0000_10_c_00.yaml#0 ConfigMap ns/cm0: a broke"

@@ -126,7 +126,7 @@ async fn deleting_a_kind_the_server_does_not_serve_fails_with_the_cvos_words() {
     let (report, _) = apply_util::run(&conn, plan, &apply_util::options()).await;
     assert!(!report.ok);
     assert_eq!(report.errors.len(), 1, "{:#?}", report.errors);
-    assert_eq!(report.errors[0].kind, "Widget");
+    assert_eq!(report.errors[0].object.kind, "Widget");
     assert_eq!(
         report.errors[0].message,
         "no matches for kind \"Widget\" in version \"example.invalid/v1\": the server does not \

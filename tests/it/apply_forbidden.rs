@@ -29,7 +29,7 @@ async fn an_unprivileged_user_gets_forbidden_naming_the_object() {
     assert!(!report.ok);
     let e = &report.errors[0];
     assert_eq!(
-        (e.kind.as_str(), e.name.as_str()),
+        (e.object.kind.as_str(), e.object.name.as_str()),
         ("ConfigMap", "settings")
     );
     assert!(e.message.contains("forbidden"), "{}", e.message);

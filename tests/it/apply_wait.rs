@@ -153,7 +153,7 @@ async fn wait_timeout_fails_cleanly_naming_the_operator() {
     assert_eq!(report.errors.len(), 1, "{:#?}", report.errors);
     let e = &report.errors[0];
     assert_eq!(
-        (e.kind.as_str(), e.name.as_str()),
+        (e.object.kind.as_str(), e.object.name.as_str()),
         ("ClusterOperator", co.as_str())
     );
     assert!(

@@ -193,11 +193,12 @@ pub(super) fn summarize_failures(errors: &[TaskFailure]) -> Option<UpdateError> 
     let list = errors
         .iter()
         .map(|e| {
-            let object = match &e.namespace {
-                Some(ns) => format!("{ns}/{}", e.name),
-                None => e.name.clone(),
+            let o = &e.object;
+            let object = match &o.namespace {
+                Some(ns) => format!("{ns}/{}", o.name),
+                None => o.name.clone(),
             };
-            let label = format!("{} \"{object}\"", e.kind.to_lowercase());
+            let label = format!("{} \"{object}\"", o.kind.to_lowercase());
             task_error(&label, class_of(&e.message), &e.message)
         })
         .collect();
@@ -299,9 +300,12 @@ mod tests {
         let e = |name: &str, message: &str| TaskFailure {
             file: "f".into(),
             document: 0,
-            kind: "ConfigMap".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
+            object: crate::manifest::ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: Some("ns".into()),
+                name: name.into(),
+            },
             message: message.into(),
         };
         let one =
