@@ -56,6 +56,25 @@ pub struct PendingDelete {
     pub uid: Option<String>,
 }
 
+/// The deletions accepted while their object still existed, until the end of the run checks
+/// them ([`ClusterRunner::finish_deletes`]). Owned by the delete action.
+#[derive(Debug, Default)]
+pub(crate) struct DeleteTracker {
+    pending: std::sync::Mutex<Vec<PendingDelete>>,
+}
+
+impl DeleteTracker {
+    /// Remembers a deletion in progress.
+    fn track(&self, pending: PendingDelete) {
+        self.pending.lock().expect("delete lock").push(pending);
+    }
+
+    /// Takes every deletion still tracked.
+    fn take(&self) -> Vec<PendingDelete> {
+        std::mem::take(&mut *self.pending.lock().expect("delete lock"))
+    }
+}
+
 impl ClusterRunner {
     /// The delete action.
     pub(crate) async fn delete(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
@@ -147,14 +166,11 @@ impl ClusterRunner {
             .and_then(Value::as_array)
             .map(|f| f.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        self.pending_deletes
-            .lock()
-            .expect("delete lock")
-            .push(PendingDelete {
-                task: ctx.task.clone(),
-                collection,
-                uid: body::uid(&response.body).map(str::to_owned),
-            });
+        self.deletes.track(PendingDelete {
+            task: ctx.task.clone(),
+            collection,
+            uid: body::uid(&response.body).map(str::to_owned),
+        });
         let detail = if finalizers.is_empty() {
             "deletion in progress".to_string()
         } else {
@@ -176,8 +192,7 @@ impl ClusterRunner {
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Vec<TaskRef> {
-        let pending: Vec<PendingDelete> =
-            std::mem::take(&mut *self.pending_deletes.lock().expect("delete lock"));
+        let pending = self.deletes.take();
         let mut still = Vec::new();
         for p in pending {
             let gone = |o: Option<&Value>| match o {

@@ -4,8 +4,13 @@
 //!
 //! - [`apply`]: server-side apply, create-only, and the wait for a CRD to be `Established`;
 //! - [`cvo`]: the apply action in the default `cvo` strategy (GET, the CVO's merge, UPDATE);
-//! - [`delete`]: deletes and the tracking of deletions held by finalizers;
-//! - [`operator_wait`]: the ClusterOperator wait and the precreation pass.
+//! - [`delete`]: deletes and the tracking of deletions held by finalizers (its state, the
+//!   deletions in progress, is its own `DeleteTracker`);
+//! - [`operator_wait`]: the ClusterOperator wait and the precreation pass (its state, the
+//!   operators read by precreation, is its own `OperatorSnapshots`).
+//!
+//! The runner itself holds only what every action reads: the client, the plan, discovery,
+//! the event emitter, the options, the baseline and which task defines which CRD.
 //!
 //! Two cross-task waits live here: a kind whose CRD this plan still has to establish
 //! ([`ClusterRunner::served_for`]) and a namespace a Namespace task of this plan still has to
@@ -18,7 +23,7 @@ pub mod operator_wait;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -26,7 +31,8 @@ use kube::Client;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use self::delete::PendingDelete;
+use self::delete::DeleteTracker;
+use self::operator_wait::OperatorSnapshots;
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
 use crate::apply::events::{Emitter, EventKind, Outcome, TaskRef};
 use crate::cluster::discovery::{Discovery, Resolved, crd_group_kind};
@@ -116,11 +122,10 @@ pub struct ClusterRunner {
     pub(crate) baseline: Baseline,
     /// `(group, kind)` → the CRD task of this plan that defines it.
     pub(crate) crd_tasks: HashMap<(String, String), usize>,
-    /// ClusterOperator states read by the precreation pass, per node and task; dropped when a
-    /// later task of the node changes something (the operator may react to it).
-    pub(crate) snapshots: Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
-    /// Deletions requested but not yet seen to finish.
-    pub(crate) pending_deletes: Mutex<Vec<PendingDelete>>,
+    /// The wait action's state: ClusterOperators read by the precreation pass.
+    snapshots: OperatorSnapshots,
+    /// The delete action's state: deletions requested but not yet seen to finish.
+    deletes: DeleteTracker,
     /// Tasks that have finished (see [`ClusterRunner::namespace_coming`]).
     finished: tokio::sync::watch::Sender<std::collections::HashSet<usize>>,
 }
@@ -149,8 +154,8 @@ impl ClusterRunner {
             options,
             baseline,
             crd_tasks,
-            snapshots: Mutex::new(HashMap::new()),
-            pending_deletes: Mutex::new(Vec::new()),
+            snapshots: OperatorSnapshots::default(),
+            deletes: DeleteTracker::default(),
             finished: tokio::sync::watch::Sender::new(std::collections::HashSet::new()),
             plan,
         }
@@ -315,7 +320,7 @@ impl ClusterRunner {
     /// snapshots are stale from now on.
     pub(crate) fn changed(&self, node: usize, outcome: Outcome) {
         if outcome.changed() {
-            self.snapshots.lock().expect("snapshot lock").remove(&node);
+            self.snapshots.invalidate(node);
         }
     }
 }

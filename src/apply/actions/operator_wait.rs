@@ -17,6 +17,7 @@
 //!   missing operator is `Could not update clusteroperator "X" (N of M): resource may have
 //!   been deleted`), which the ClusterVersion recorder turns into Failing and Progressing.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
@@ -45,6 +46,39 @@ fn format_duration(d: Duration) -> String {
         format!("{}m", s / 60)
     } else {
         format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// ClusterOperator states read by the precreation pass, per node and task, for the node's waits
+/// to start from; dropped when a later task of the node changes something (the operator may
+/// react to it). Owned by the wait action.
+#[derive(Debug, Default)]
+pub(crate) struct OperatorSnapshots {
+    by_node: std::sync::Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
+}
+
+impl OperatorSnapshots {
+    fn put(&self, node: usize, task: usize, state: Option<Value>) {
+        self.by_node
+            .lock()
+            .expect("snapshot lock")
+            .entry(node)
+            .or_default()
+            .insert(task, state);
+    }
+
+    /// The state read for `task` of `node`, once (`None`: none, or dropped as stale).
+    fn take(&self, node: usize, task: usize) -> Option<Option<Value>> {
+        self.by_node
+            .lock()
+            .expect("snapshot lock")
+            .get_mut(&node)
+            .and_then(|m| m.remove(&task))
+    }
+
+    /// A task of `node` changed the cluster: its snapshots are stale.
+    pub(crate) fn invalidate(&self, node: usize) {
+        self.by_node.lock().expect("snapshot lock").remove(&node);
     }
 }
 
@@ -178,12 +212,7 @@ impl ClusterRunner {
                     continue;
                 }
             };
-            self.snapshots
-                .lock()
-                .expect("snapshot lock")
-                .entry(node)
-                .or_default()
-                .insert(t, state);
+            self.snapshots.put(node, t, state);
         }
     }
 
@@ -231,12 +260,7 @@ impl ClusterRunner {
             ));
         };
         let collection = resolved.url_path(None);
-        let snapshot = self
-            .snapshots
-            .lock()
-            .expect("snapshot lock")
-            .get_mut(&ctx.task.node)
-            .and_then(|m| m.remove(&ctx.task.id));
+        let snapshot = self.snapshots.take(ctx.task.node, ctx.task.id);
         let (initial, attempts) = match snapshot {
             Some(s) => (s, 0),
             None => {
