@@ -6,7 +6,6 @@ use crate::support;
 use crate::support::apply as apply_util;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
@@ -48,12 +47,9 @@ struct Out {
 }
 
 fn minicvo(args: &[&str], kubeconfig: &Path, envs: &[(&str, &str)]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_minicvo"))
-        .args(args)
+    let out = crate::support::cli::command(args)
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
         .env_remove("KUBECONFIG")
         .envs(envs.iter().copied())
         .output()
@@ -318,11 +314,9 @@ async fn secret_values_stay_out_of_diffs_and_errors() {
             out.stdout
         );
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_minicvo"))
-        .args(["upgrade-plan", "--diff"])
+    let out = crate::support::cli::command(&["upgrade-plan", "--diff"])
         .arg(&old)
         .arg(new)
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let text = format!(
