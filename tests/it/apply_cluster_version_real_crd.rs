@@ -97,21 +97,6 @@ fn t(s: &str, r: &str, m: &str) -> (String, String, String) {
     (s.into(), r.into(), m.into())
 }
 
-fn kubectl_line(plane: &plane::Plane) -> String {
-    let out = std::process::Command::new(plane.kubectl())
-        .arg("--kubeconfig")
-        .arg(plane.kubeconfig())
-        .args(["get", "clusterversion", "version", "--no-headers"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
 #[tokio::test]
 async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clusterversion() {
     let plane = plane::Plane::start();
@@ -160,7 +145,8 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
             .iter()
             .all(|c| c["type"] != "Upgradeable")
     );
-    let line = kubectl_line(&plane);
+    let line =
+        crate::support::openshift::clusterversion_line(&plane.kubectl(), &plane.kubeconfig());
     assert!(line.ends_with("Cluster version is 1.0.0"), "{line}");
     let cols: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(&cols[..4], ["version", "1.0.0", "True", "False"], "{line}");
@@ -220,7 +206,8 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
     );
     assert_eq!(cond(&s, "Available"), t("True", "", "Done applying 2.0.0"));
     assert_eq!(cond(&s, "Upgradeable").1, "ClusterVersionUpdating");
-    let line = kubectl_line(&plane);
+    let line =
+        crate::support::openshift::clusterversion_line(&plane.kubectl(), &plane.kubeconfig());
     assert!(
         line.ends_with("Unable to apply 3.0.0: some cluster configuration is invalid"),
         "{line}"

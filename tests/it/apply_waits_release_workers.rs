@@ -111,22 +111,6 @@ async fn await_cv(
     }
 }
 
-/// `kubectl get clusterversion version --no-headers`.
-fn kubectl_line(kubectl: &std::path::Path, kubeconfig: &std::path::Path) -> String {
-    let out = std::process::Command::new(kubectl)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["get", "clusterversion", "version", "--no-headers"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
 #[tokio::test]
 async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports() {
     let plane = plane::Plane::start();
@@ -156,7 +140,7 @@ async fn every_node_of_a_run_level_is_applied_before_the_first_operator_reports(
 
     let kubectl = {
         let (bin, kubeconfig) = (plane.kubectl(), plane.kubeconfig());
-        move || kubectl_line(&bin, &kubeconfig)
+        move || crate::support::openshift::clusterversion_line(&bin, &kubeconfig)
     };
     let watched = apply_util::Watched::new();
     let player = {

@@ -182,18 +182,8 @@ async fn cvo_status_is_stored_unchanged_by_every_real_clusterversion_crd() {
     // Available True from the install, Progressing True with the CVO's message.
     let stuck = &statuses[3];
     put_status(&api, stuck).await;
-    let out = std::process::Command::new(plane.kubectl())
-        .arg("--kubeconfig")
-        .arg(plane.kubeconfig())
-        .args(["get", "clusterversion", "version", "--no-headers"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = String::from_utf8_lossy(&out.stdout).to_string();
+    let line =
+        crate::support::openshift::clusterversion_line(&plane.kubectl(), &plane.kubeconfig());
     let columns: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(
         &columns[..4],

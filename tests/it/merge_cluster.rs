@@ -6,48 +6,11 @@
 use crate::support;
 
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use minicvo::merge::{ClusterConfig, Outcome, merge};
 use serde_json::{Value, json};
+use support::objects::api;
 use support::{admin_client, test_namespace, unique_name};
-
-fn resource(object: &Value) -> (ApiResource, bool) {
-    let api_version = object["apiVersion"].as_str().expect("apiVersion");
-    let kind = object["kind"].as_str().expect("kind");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let (plural, namespaced) = match kind {
-        "Deployment" => ("deployments", true),
-        "DaemonSet" => ("daemonsets", true),
-        "Job" => ("jobs", true),
-        "CronJob" => ("cronjobs", true),
-        "ConfigMap" => ("configmaps", true),
-        "Secret" => ("secrets", true),
-        "Service" => ("services", true),
-        "ServiceAccount" => ("serviceaccounts", true),
-        "Role" => ("roles", true),
-        "RoleBinding" => ("rolebindings", true),
-        "Namespace" => ("namespaces", false),
-        "ClusterRole" => ("clusterroles", false),
-        "ClusterRoleBinding" => ("clusterrolebindings", false),
-        "CustomResourceDefinition" => ("customresourcedefinitions", false),
-        "ValidatingWebhookConfiguration" => ("validatingwebhookconfigurations", false),
-        other => panic!("no plural for {other}"),
-    };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    (ApiResource::from_gvk_with_plural(&gvk, plural), namespaced)
-}
-
-fn api(client: &Client, object: &Value) -> Api<DynamicObject> {
-    let (ar, namespaced) = resource(object);
-    if namespaced {
-        let ns = object["metadata"]["namespace"].as_str().expect("namespace");
-        Api::namespaced_with(client.clone(), ns, &ar)
-    } else {
-        Api::all_with(client.clone(), &ar)
-    }
-}
 
 /// What one CVO write did.
 #[derive(Debug, PartialEq, Eq)]

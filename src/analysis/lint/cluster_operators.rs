@@ -90,18 +90,13 @@ pub fn check(cx: &Context) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{MULTI_PROFILES, corpus, lint_files, lint_profile, obj, of_rule};
+    use super::super::testutil::{
+        MULTI_PROFILES, corpus, lint_files, lint_profile, obj, of_rule, op_cluster_operator,
+    };
     use super::super::{Rule, Severity};
 
     fn co(version: &str) -> String {
-        obj(
-            "config.openshift.io/v1",
-            "ClusterOperator",
-            "",
-            "op",
-            "",
-            &format!("status:\n  versions:\n  - name: operator\n    version: \"{version}\"\n"),
-        )
+        op_cluster_operator(version)
     }
 
     #[test]

@@ -26,6 +26,38 @@ pub fn obj(api: &str, kind: &str, ns: &str, name: &str, annotations: &str, body:
     )
 }
 
+/// Namespace `op`, the namespace of the one-operator test payloads.
+pub fn op_namespace() -> String {
+    obj("v1", "Namespace", "", "op", "", "")
+}
+
+/// Deployment `op/op`: one container `c` running `image`, after the pod-spec lines `pod`
+/// (each indented by six spaces, e.g. `"      serviceAccountName: sa\n"`).
+pub fn op_deployment(pod: &str, image: &str) -> String {
+    obj(
+        "apps/v1",
+        "Deployment",
+        "op",
+        "op",
+        "",
+        &format!(
+            "spec:\n  template:\n    spec:\n{pod}      containers:\n      - name: c\n        image: {image}\n"
+        ),
+    )
+}
+
+/// ClusterOperator `op`, waiting for `operator` at `version`.
+pub fn op_cluster_operator(version: &str) -> String {
+    obj(
+        "config.openshift.io/v1",
+        "ClusterOperator",
+        "",
+        "op",
+        "",
+        &format!("status:\n  versions:\n  - name: operator\n    version: \"{version}\"\n"),
+    )
+}
+
 /// The delete annotation line, for [`obj`].
 pub const DELETE: &str = "    release.openshift.io/delete: \"true\"\n";
 

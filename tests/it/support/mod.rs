@@ -32,6 +32,7 @@ pub mod bad_cases;
 pub mod cli;
 pub mod fault;
 pub mod image;
+pub mod objects;
 pub mod openshift;
 
 use std::sync::OnceLock;

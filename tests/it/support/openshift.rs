@@ -201,3 +201,21 @@ pub fn sample(name: &str) -> PathBuf {
             .join(name),
     )
 }
+
+/// `kubectl get clusterversion version --no-headers` with `kubectl` on the plane of
+/// `kubeconfig`: the columns an admin sees (NAME, VERSION, AVAILABLE, PROGRESSING, SINCE,
+/// STATUS), trailing whitespace trimmed.
+pub fn clusterversion_line(kubectl: &Path, kubeconfig: &Path) -> String {
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["get", "clusterversion", "version", "--no-headers"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}

@@ -1,25 +1,17 @@
 use super::super::testutil::{
     DELETE, MULTI_PROFILES, corpus, lint_dirs, lint_files, lint_profile, obj, of_rule,
+    op_cluster_operator, op_deployment, op_namespace,
 };
 use super::super::{Rule, Severity};
 
 const NS: &str = "0000_50_op_00_namespace.yaml";
 
 fn namespace() -> String {
-    obj("v1", "Namespace", "", "op", "", "")
+    op_namespace()
 }
 
 fn deployment(pod: &str) -> String {
-    obj(
-        "apps/v1",
-        "Deployment",
-        "op",
-        "op",
-        "",
-        &format!(
-            "spec:\n  template:\n    spec:\n{pod}      containers:\n      - name: c\n        image: x\n"
-        ),
-    )
+    op_deployment(pod, "x")
 }
 
 fn binding(extra: &str) -> String {
@@ -34,14 +26,7 @@ fn binding(extra: &str) -> String {
 }
 
 fn cluster_operator() -> String {
-    obj(
-        "config.openshift.io/v1",
-        "ClusterOperator",
-        "",
-        "op",
-        "",
-        "status:\n  versions:\n  - name: operator\n    version: \"1.0.0\"\n",
-    )
+    op_cluster_operator("1.0.0")
 }
 
 /// The old release: the operator runs as `default`, bound by `default-account`.

@@ -1,6 +1,8 @@
 use serde_json::{Value, json};
 
-use super::super::testutil::{lint_files, obj, of_rule};
+use super::super::testutil::{
+    lint_files, obj, of_rule, op_cluster_operator, op_deployment, op_namespace,
+};
 use super::super::{Rule, Severity};
 use super::lost_rights;
 use crate::manifest::{Manifest, ObjectId, Source};
@@ -8,31 +10,15 @@ use crate::manifest::{Manifest, ObjectId, Source};
 const RBAC_API: &str = "rbac.authorization.k8s.io/v1";
 
 fn namespace() -> String {
-    obj("v1", "Namespace", "", "op", "", "")
+    op_namespace()
 }
 
 fn deployment(image: &str) -> String {
-    obj(
-        "apps/v1",
-        "Deployment",
-        "op",
-        "op",
-        "",
-        &format!(
-            "spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: {image}\n"
-        ),
-    )
+    op_deployment("", image)
 }
 
 fn cluster_operator() -> String {
-    obj(
-        "config.openshift.io/v1",
-        "ClusterOperator",
-        "",
-        "op",
-        "",
-        "status:\n  versions:\n  - name: operator\n    version: \"1.0.0\"\n",
-    )
+    op_cluster_operator("1.0.0")
 }
 
 /// ClusterRole `op` with `rules` (YAML list lines).

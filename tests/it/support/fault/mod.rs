@@ -58,13 +58,8 @@ pub fn synthetic_doomed(prefix: &str) -> Vec<(String, String)> {
 /// ServiceAccounts, Roles and RoleBindings spread over 10 components and two run-levels
 /// (parallel nodes), 10 create-only ConfigMaps and 20 tombstones for [`synthetic_doomed`].
 pub fn write_synthetic(dir: &Path, prefix: &str, version: &str) -> PathBuf {
+    crate::support::apply::write_payload(dir, version, &[]);
     let rm = dir.join("release-manifests");
-    std::fs::create_dir_all(&rm).unwrap();
-    std::fs::write(
-        rm.join("release-metadata"),
-        json!({"kind": "cincinnati-metadata-v0", "version": version}).to_string(),
-    )
-    .unwrap();
     let ns = synthetic_namespaces(prefix);
     let mut tasks = 0;
     let mut text = String::new();
