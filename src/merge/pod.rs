@@ -225,26 +225,36 @@ fn ensure_volume_mounts(m: &mut Merger, ex: &mut Obj, req: &[Value]) {
             .unwrap_or("")
             .to_owned()
     };
-    with_list(ex, "volumeMounts", |el| {
-        for r in req {
-            match el.iter_mut().find(|e| path(e) == path(r)) {
-                Some(e) if sem_eq(Some(e), Some(r)) => {}
-                Some(e) => {
-                    *e = r.clone();
-                    m.modified = true;
-                }
-                None => {
-                    el.push(r.clone());
-                    m.modified = true;
-                }
+    with_list(ex, "volumeMounts", |el| sync_keyed(m, el, req, path));
+}
+
+/// Makes list `el` hold exactly the `req` entries, matched by `key`: a differing entry is
+/// replaced, a missing one appended, one `req` lacks removed (the CVO's rule for volumes and
+/// volume mounts).
+fn sync_keyed<K: PartialEq>(
+    m: &mut Merger,
+    el: &mut Vec<Value>,
+    req: &[Value],
+    key: impl Fn(&Value) -> K,
+) {
+    for r in req {
+        match el.iter_mut().find(|e| key(e) == key(r)) {
+            Some(e) if sem_eq(Some(e), Some(r)) => {}
+            Some(e) => {
+                *e = r.clone();
+                m.modified = true;
+            }
+            None => {
+                el.push(r.clone());
+                m.modified = true;
             }
         }
-        let before = el.len();
-        el.retain(|e| req.iter().any(|r| path(r) == path(e)));
-        if el.len() != before {
-            m.modified = true;
-        }
-    });
+    }
+    let before = el.len();
+    el.retain(|e| req.iter().any(|r| key(r) == key(e)));
+    if el.len() != before {
+        m.modified = true;
+    }
 }
 
 fn ensure_probe(m: &mut Merger, ex: &mut Obj, req: &Obj, key: &str) {
@@ -527,24 +537,7 @@ fn ensure_volumes(m: &mut Merger, ex: &mut Obj, req: &[Value], at: &str) -> Resu
         defaulted.push(Value::Object(d));
     }
     with_list(ex, "volumes", |el| {
-        for d in &defaulted {
-            match el.iter_mut().find(|e| name_of(e) == name_of(d)) {
-                Some(e) if sem_eq(Some(e), Some(d)) => {}
-                Some(e) => {
-                    *e = d.clone();
-                    m.modified = true;
-                }
-                None => {
-                    el.push(d.clone());
-                    m.modified = true;
-                }
-            }
-        }
-        let before = el.len();
-        el.retain(|e| req.iter().any(|r| name_of(r) == name_of(e)));
-        if el.len() != before {
-            m.modified = true;
-        }
+        sync_keyed(m, el, &defaulted, |v| name_of(v).to_owned());
     });
     Ok(())
 }
