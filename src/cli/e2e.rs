@@ -110,7 +110,7 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub no_live_pods: bool,
     /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
-    /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 200ms, ready 300ms).
+    /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
     #[arg(long = "pods", value_name = "SPEC")]
     pub pods: Vec<String>,
     /// Duration of the simulated pods' leader leases (holders renew, candidates retry, every

@@ -281,6 +281,10 @@ struct Loop {
     state: Vec<OpState>,
     summary: SimSummary,
     interesting: HashSet<ObjectId>,
+    /// Whether a pod may write an operator's status (asked once per pod and operator).
+    may_write: HashMap<(String, String), bool>,
+    /// Refused status writes already reported, per pod and operator.
+    harmed: HashSet<(String, String)>,
 }
 
 impl Loop {
@@ -457,18 +461,44 @@ impl Loop {
             .map(Some)
     }
 
-    /// Who writes operator `i`'s status: the first acting pod of its workloads that could
-    /// when it started (its workload and itself), else the harness (`None`).
-    fn writer(&self, i: usize) -> Option<(ObjectId, Acting)> {
-        let name = &self.operators[i].name;
-        self.operators[i].workloads.iter().find_map(|w| {
-            let live = self.workloads.get(&w.id)?;
-            let acting = self.acting_current(&w.id, live)??;
-            ["patch", "update"]
-                .iter()
-                .any(|v| acting.could(v, "config.openshift.io", "clusteroperators/status", name))
-                .then(|| (w.id.clone(), acting))
-        })
+    /// Who writes operator `i`'s status: the first acting pod of its workloads that may (an
+    /// access review as itself, the first time that pod writes it), else the harness (`None`).
+    async fn writer(&mut self, i: usize) -> Option<(ObjectId, Acting)> {
+        let name = self.operators[i].name.clone();
+        let candidates: Vec<(ObjectId, Acting)> = self.operators[i]
+            .workloads
+            .iter()
+            .filter_map(|w| {
+                let live = self.workloads.get(&w.id)?;
+                Some((w.id.clone(), self.acting_current(&w.id, live)??))
+            })
+            .collect();
+        for (id, acting) in candidates {
+            let key = (acting.pod.clone(), name.clone());
+            let may = match self.may_write.get(&key) {
+                Some(m) => *m,
+                None => {
+                    let m = acting
+                        .identity
+                        .may(
+                            &self.client,
+                            "patch",
+                            "config.openshift.io",
+                            "clusteroperators/status",
+                            &name,
+                            None,
+                        )
+                        .await
+                        .unwrap_or(false);
+                    self.may_write.insert(key, m);
+                    m
+                }
+            };
+            if may {
+                return Some((id, acting));
+            }
+        }
+        None
     }
 
     /// Advances every operator; returns the next time something is due.
@@ -531,7 +561,7 @@ impl Loop {
             if already_reported(live, &want) {
                 continue;
             }
-            let writer = self.writer(i);
+            let writer = self.writer(i).await;
             match self
                 .write(&name, &want, writer.as_ref().map(|(_, a)| &a.identity))
                 .await
@@ -545,7 +575,10 @@ impl Loop {
                     self.emit(SimEventKind::Reported { name, status });
                 }
                 Err((error, refused)) => {
-                    if refused && let Some((workload, acting)) = writer {
+                    if refused
+                        && let Some((workload, acting)) = writer
+                        && self.harmed.insert((acting.pod.clone(), name.clone()))
+                    {
                         self.emit(SimEventKind::Harm(PodHarm {
                             workload,
                             pod: acting.pod,
@@ -677,6 +710,8 @@ async fn run(
         state: (0..n).map(|_| OpState::default()).collect(),
         summary: SimSummary::default(),
         interesting,
+        may_write: HashMap::new(),
+        harmed: HashSet::new(),
     };
     let mut board = l.options.pods.as_ref().map(|b| b.changes());
     let mut next: Option<Instant> = None;

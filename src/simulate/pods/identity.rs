@@ -88,6 +88,41 @@ impl Identity {
         request::send(client, self.request(method, path, ct, body), TIMEOUT).await
     }
 
+    /// Whether it may do `verb` on `resource` (maybe `resource/subresource`) of `group`,
+    /// named `name`, cluster-wide or in `namespace` (a SelfSubjectAccessReview, as itself).
+    ///
+    /// # Errors
+    /// The [`RequestError`] of the review.
+    pub async fn may(
+        &self,
+        client: &Client,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<bool, RequestError> {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let review = json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {
+                "verb": verb, "group": group, "resource": resource,
+                "subresource": subresource, "name": name,
+                "namespace": namespace.unwrap_or_default(),
+            }},
+        });
+        let answer = self
+            .send(
+                client,
+                http::Method::POST,
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                Some(&review),
+            )
+            .await?;
+        Ok(answer.body.pointer("/status/allowed").and_then(Value::as_bool) == Some(true))
+    }
+
     /// Its effective rights in its namespace (a SelfSubjectRulesReview, as itself).
     ///
     /// # Errors

@@ -40,7 +40,6 @@ pub use identity::Identity;
 pub use run::PodSimulator;
 
 use crate::manifest::ObjectId;
-use crate::rbac::{PolicyRule, Right};
 
 /// How long RBAC changes are gathered before the live pods review their rights again.
 pub const RBAC_SETTLE: Duration = Duration::from_millis(100);
@@ -57,8 +56,8 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
-            start: Duration::from_millis(200),
-            ready: Duration::from_millis(300),
+            start: Duration::from_millis(100),
+            ready: Duration::from_millis(100),
         }
     }
 }
@@ -232,22 +231,6 @@ pub struct Acting {
     pub identity: Identity,
     /// [`workload::template_hash`] of its template.
     pub template_hash: u64,
-    /// The rules it had when it started.
-    pub rules: Vec<PolicyRule>,
-}
-
-impl Acting {
-    /// Whether the pod could do `verb` on `resource` of `group` (named `name`) when it started.
-    #[must_use]
-    pub fn could(&self, verb: &str, group: &str, resource: &str, name: &str) -> bool {
-        let right = Right::Resource {
-            verb: verb.into(),
-            group: group.into(),
-            resource: resource.into(),
-            name: Some(name.into()),
-        };
-        self.rules.iter().any(|r| r.grants(&right))
-    }
 }
 
 /// Who acts for each workload, shared by the pod simulator (writer) and the operator

@@ -536,6 +536,15 @@ impl Loop {
     /// Advances every pod; returns when something is due next.
     async fn step(&mut self, now: Instant) -> Option<Instant> {
         let ids: Vec<ObjectId> = self.pods.keys().cloned().collect();
+        // RBAC changed and a pod is about to stop: review before it goes, so that what it
+        // lost while it ran is seen however short the rest of its life.
+        let stopping = self.pods.values().flat_map(|p| &p.generations).any(|g| {
+            g.state == State::Stopping || (g.state == State::Running && g.due <= now)
+        });
+        if self.rbac_due.is_some_and(|t| t <= now || stopping) {
+            self.rbac_due = None;
+            self.review_rights().await;
+        }
         for id in &ids {
             self.stop_marked(id).await;
             self.start_due(id, now).await;
@@ -891,11 +900,6 @@ impl Loop {
                 pod: chosen.pod.clone(),
                 identity: chosen.identity.clone(),
                 template_hash: chosen.hash,
-                rules: chosen
-                    .rights
-                    .as_ref()
-                    .map(|r| r.rules.clone())
-                    .unwrap_or_default(),
             })
         });
         self.board.set(id, acting);
