@@ -87,7 +87,7 @@ pub use actions::{ApplyStrategy, RunnerOptions};
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
 
-use self::actions::ClusterRunner;
+use self::actions::{ClusterHandle, ClusterRunner};
 use self::clusterversion::{ClusterVersionRecorder, Final, RecorderOptions};
 use self::events::{Emitter, Observers};
 use self::report::{ReportBuilder, RunFacts};
@@ -311,14 +311,14 @@ pub async fn run(
         })
     };
 
-    let runner = Arc::new(ClusterRunner::new(
+    let runner = Arc::new(ClusterRunner::new(ClusterHandle::new(
         conn.client.clone(),
         plan.clone(),
         discovery,
         emitter.clone(),
         runner_options.clone(),
         baseline,
-    ));
+    )));
     let outcome = engine::run_graph(
         plan.clone(),
         runner.clone(),

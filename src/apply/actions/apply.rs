@@ -7,7 +7,8 @@
 //! - create-only: one POST; 409 AlreadyExists means "leave it alone".
 //! - dry run: the live object is read first, the PATCH is sent with `dryRun=All`, and the
 //!   two are compared, so the report says which fields would change.
-//! - CustomResourceDefinition: after the write, the [`CrdWait`] until `Established`.
+//! - CustomResourceDefinition: the written object is handed back, for the CRD wait
+//!   ([`super::crd_wait`]) the runner runs next.
 //!
 //! The default strategy's apply is [`super::cvo`]; create-only is the same in both
 //! strategies, except that the `cvo` one prepares the object as the CVO does.
@@ -21,9 +22,8 @@ use kube::core::Request;
 use serde_json::Value;
 
 use super::Baseline;
-use super::crd_wait::CrdWait;
-use super::handle::{ClusterHandle, dry_run_outcome};
-use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
+use super::handle::{ClusterHandle, WriteResult, WriteTarget, dry_run_outcome};
+use crate::apply::engine::{Done, TaskContext, TaskError};
 use crate::apply::events::Outcome;
 use crate::cluster::body;
 use crate::cluster::request::RequestError;
@@ -89,30 +89,29 @@ pub fn classify(baseline: &Baseline, object: &Value, manager: &str) -> Outcome {
 /// The server-side apply and create-only actions.
 pub struct ServerSideApply {
     cluster: Arc<ClusterHandle>,
-    crds: CrdWait,
 }
 
 impl ServerSideApply {
     /// The actions, over `cluster`.
     #[must_use]
     pub fn new(cluster: Arc<ClusterHandle>) -> Self {
-        ServerSideApply {
-            crds: CrdWait::new(cluster.clone()),
-            cluster,
-        }
+        ServerSideApply { cluster }
     }
 
-    /// The apply action: one forced server-side apply.
-    pub(crate) async fn apply(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+    /// The apply action: one forced server-side apply of `target`.
+    pub(crate) async fn apply(
+        &self,
+        ctx: &TaskContext,
+        task: &Task,
+        target: WriteTarget,
+    ) -> WriteResult {
         let c = &*self.cluster;
-        let resolved = match c.target(ctx, task).await? {
-            Ok(r) => r,
-            Err(done) => return Ok(done),
-        };
-        let ns = c.namespace_for(task, &resolved);
-        let collection = resolved.url_path(ns.as_deref());
+        let WriteTarget {
+            fresh_kind,
+            collection,
+            body,
+        } = target;
         let name = task.manifest.id.name.as_str();
-        let body = body::request_body(&task.manifest.object, ns.as_deref());
         let mut params = PatchParams::apply(&c.options.field_manager).force();
         if c.options.dry_run {
             params = params.dry_run();
@@ -123,20 +122,19 @@ impl ServerSideApply {
                 .map_err(|e| RequestError::Build(e.to_string()))
         };
         if c.options.dry_run {
-            let (live, _) = c
-                .get_live(ctx, resolved.from_run, &collection, name)
-                .await?;
-            let (response, attempts) = c.call(ctx, resolved.from_run, build).await?;
+            let (live, _) = c.get_live(ctx, fresh_kind, &collection, name).await?;
+            let (response, attempts) = c.call(ctx, fresh_kind, build).await?;
             c.warnings(ctx, &response);
-            return Ok(dry_run_outcome(live.as_ref(), &response.body).attempts(attempts));
+            let done = dry_run_outcome(live.as_ref(), &response.body).attempts(attempts);
+            return Ok((done, None));
         }
-        let (response, attempts) = match c.call(ctx, resolved.from_run, build).await {
+        let (response, attempts) = match c.call(ctx, fresh_kind, build).await {
             Err(e) if strategy_switch(&task.manifest.object, &e.message).is_some() => {
                 let attempts = e.attempts
                     + self
                         .clear_rolling_update(ctx, &collection, name, &task.manifest.object)
                         .await?;
-                let (r, more) = c.call(ctx, resolved.from_run, build).await?;
+                let (r, more) = c.call(ctx, fresh_kind, build).await?;
                 (r, attempts + more)
             }
             r => r?,
@@ -147,12 +145,7 @@ impl ServerSideApply {
         } else {
             classify(&c.baseline, &response.body, &c.options.field_manager)
         };
-        if task.manifest.is_crd() {
-            self.crds
-                .established(ctx, name, &collection, response.body)
-                .await?;
-        }
-        Ok(Done::new(outcome).attempts(attempts))
+        Ok((Done::new(outcome).attempts(attempts), Some(response.body)))
     }
 
     /// Switches a workload's update strategy away from `RollingUpdate` with a JSON merge
@@ -183,16 +176,15 @@ impl ServerSideApply {
         Ok(attempts)
     }
 
-    /// The create-only action: one POST; 409 AlreadyExists leaves the object alone.
-    pub(crate) async fn create_only(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+    /// The create-only action: one POST of `target`; 409 AlreadyExists leaves the object
+    /// alone.
+    pub(crate) async fn create_only(&self, ctx: &TaskContext, target: WriteTarget) -> WriteResult {
         let c = &*self.cluster;
-        let resolved = match c.target(ctx, task).await? {
-            Ok(r) => r,
-            Err(done) => return Ok(done),
-        };
-        let ns = c.namespace_for(task, &resolved);
-        let collection = resolved.url_path(ns.as_deref());
-        let mut object = body::request_body(&task.manifest.object, ns.as_deref());
+        let WriteTarget {
+            fresh_kind,
+            collection,
+            body: mut object,
+        } = target;
         // The CVO creates a create-only object as it creates any other: with the
         // ClusterVersion owner reference (not as controller) and the pre-merge mutations.
         if c.options.strategy == super::ApplyStrategy::Cvo {
@@ -206,28 +198,27 @@ impl ServerSideApply {
         };
         let already_exists = |e: &RequestError| matches!(e, RequestError::Api { code: 409, reason, .. } if reason == "AlreadyExists");
         let (created, attempts) = c
-            .send_unless(ctx, resolved.from_run, already_exists, || {
+            .send_unless(ctx, fresh_kind, already_exists, || {
                 Request::new(&collection)
                     .create(&params, body.clone())
                     .map_err(|e| RequestError::Build(e.to_string()))
             })
             .await?;
         let Some(response) = created else {
-            return Ok(Done::new(Outcome::CreateOnlySkipped).attempts(attempts));
+            return Ok((
+                Done::new(Outcome::CreateOnlySkipped).attempts(attempts),
+                None,
+            ));
         };
         c.warnings(ctx, &response);
         if c.options.dry_run {
-            return Ok(Done::new(Outcome::Created)
-                .detail("would create")
-                .attempts(attempts));
+            let done = Done::new(Outcome::Created).detail("would create");
+            return Ok((done.attempts(attempts), None));
         }
-        if task.manifest.is_crd() {
-            let name = task.manifest.id.name.as_str();
-            self.crds
-                .established(ctx, name, &collection, response.body)
-                .await?;
-        }
-        Ok(Done::new(Outcome::Created).attempts(attempts))
+        Ok((
+            Done::new(Outcome::Created).attempts(attempts),
+            Some(response.body),
+        ))
     }
 }
 

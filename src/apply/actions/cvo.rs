@@ -16,9 +16,8 @@ use kube::api::PostParams;
 use kube::core::Request;
 use serde_json::Value;
 
-use super::crd_wait::CrdWait;
-use super::handle::{ClusterHandle, dry_run_outcome};
-use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
+use super::handle::{ClusterHandle, WriteResult, WriteTarget, dry_run_outcome};
+use crate::apply::engine::{Done, TaskContext, TaskError};
 use crate::apply::events::Outcome;
 use crate::cluster::body;
 use crate::cluster::request::{RequestError, Response};
@@ -45,30 +44,29 @@ fn update_body(merged: &Value) -> Value {
 /// The apply action of the `cvo` strategy.
 pub struct CvoApply {
     cluster: Arc<ClusterHandle>,
-    crds: CrdWait,
 }
 
 impl CvoApply {
     /// The action, over `cluster`.
     #[must_use]
     pub fn new(cluster: Arc<ClusterHandle>) -> Self {
-        CvoApply {
-            crds: CrdWait::new(cluster.clone()),
-            cluster,
-        }
+        CvoApply { cluster }
     }
 
-    /// The apply action in the `cvo` strategy.
-    pub(crate) async fn apply(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+    /// The apply action in the `cvo` strategy, of `target`.
+    pub(crate) async fn apply(
+        &self,
+        ctx: &TaskContext,
+        task: &Task,
+        target: WriteTarget,
+    ) -> WriteResult {
         let c = &*self.cluster;
-        let resolved = match c.target(ctx, task).await? {
-            Ok(r) => r,
-            Err(done) => return Ok(done),
-        };
-        let ns = c.namespace_for(task, &resolved);
-        let collection = resolved.url_path(ns.as_deref());
+        let WriteTarget {
+            fresh_kind,
+            collection,
+            body: manifest,
+        } = target;
         let name = task.manifest.id.name.as_str();
-        let manifest = body::request_body(&task.manifest.object, ns.as_deref());
         let params = PostParams {
             dry_run: c.options.dry_run,
             field_manager: Some(c.options.field_manager.clone()),
@@ -77,22 +75,15 @@ impl CvoApply {
         // and a write are one attempt when both go through first time), summed over 409 rounds.
         let mut attempts = 0;
         for _ in 0..MAX_CONFLICTS {
-            let (live, get_tries) = c
-                .get_live(ctx, resolved.from_run, &collection, name)
-                .await?;
+            let (live, get_tries) = c.get_live(ctx, fresh_kind, &collection, name).await?;
             let merged = merge::merge(live.as_ref(), &manifest, &c.options.cluster_config)
                 .map_err(|e| TaskError::failed(e.to_string(), attempts + get_tries))?;
             let (body, created) = match merged {
                 Merged::Unchanged => {
                     // An unchanged CRD is still waited on, so that its kinds are served to the
                     // custom resources later in the plan.
-                    if task.manifest.is_crd()
-                        && !c.options.dry_run
-                        && let Some(live) = live
-                    {
-                        self.crds.established(ctx, name, &collection, live).await?;
-                    }
-                    return Ok(Done::new(Outcome::Unchanged).attempts(attempts + get_tries));
+                    let done = Done::new(Outcome::Unchanged).attempts(attempts + get_tries);
+                    return Ok((done, live.filter(|_| !c.options.dry_run)));
                 }
                 Merged::Create(obj) => (obj, true),
                 Merged::Update(obj) => (update_body(&obj), false),
@@ -102,7 +93,7 @@ impl CvoApply {
             let (response, n) = c
                 .send_unless(
                     ctx,
-                    resolved.from_run,
+                    fresh_kind,
                     |e| e.is(409),
                     || {
                         if created {
@@ -117,9 +108,8 @@ impl CvoApply {
             attempts += get_tries.max(n);
             let Some(response) = response else { continue };
             return self
-                .written(ctx, task, &collection, live.as_ref(), response, created)
-                .await
-                .map(|d| d.attempts(attempts));
+                .written(ctx, live.as_ref(), response, created)
+                .map(|(done, object)| (done.attempts(attempts), object));
         }
         Err(TaskError::failed(
             format!(
@@ -130,36 +120,30 @@ impl CvoApply {
         ))
     }
 
-    /// Reports a write, and waits for a written CRD to be Established.
-    async fn written(
+    /// Reports a write.
+    fn written(
         &self,
         ctx: &TaskContext,
-        task: &Task,
-        collection: &str,
         live: Option<&Value>,
         response: Response,
         created: bool,
-    ) -> TaskResult {
+    ) -> WriteResult {
         self.cluster.warnings(ctx, &response);
         if self.cluster.options.dry_run {
-            return Ok(dry_run_outcome(live, &response.body));
+            return Ok((dry_run_outcome(live, &response.body), None));
         }
         // An UPDATE the server found identical (a merge default it fills in anyway) does not
         // bump the resourceVersion: report it unchanged.
         let same_version = live.is_some()
             && live.and_then(body::resource_version) == body::resource_version(&response.body);
-        if task.manifest.is_crd() {
-            self.crds
-                .established(ctx, &task.manifest.id.name, collection, response.body)
-                .await?;
-        }
-        Ok(Done::new(if created {
+        let outcome = if created {
             Outcome::Created
         } else if same_version {
             Outcome::Unchanged
         } else {
             Outcome::Configured
-        }))
+        };
+        Ok((Done::new(outcome), Some(response.body)))
     }
 }
 

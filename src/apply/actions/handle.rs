@@ -33,6 +33,21 @@ pub(crate) enum Served {
     No { crd_task: Option<usize> },
 }
 
+/// Where a write action sends a task's object, and what.
+pub(crate) struct WriteTarget {
+    /// The kind was served by a CRD established during this run (a 404 may be transient).
+    pub(crate) fresh_kind: bool,
+    /// The collection URL.
+    pub(crate) collection: String,
+    /// The object as sent: the manifest with its namespace.
+    pub(crate) body: Value,
+}
+
+/// What a write action (apply, create-only) gives back: the task's result and, when the
+/// object was written (or found unchanged) for real, the object as the server has it, which
+/// the CRD wait starts from.
+pub(crate) type WriteResult = Result<(Done, Option<Value>), TaskError>;
+
 /// The actions' shared, read-only view of the run and the cluster.
 pub struct ClusterHandle {
     pub(crate) client: Client,
@@ -138,27 +153,36 @@ impl ClusterHandle {
         }
     }
 
-    /// Resolves the task's kind for a write (waiting for its CRD as
-    /// [`ClusterHandle::served_for`] does); `Err(done)` ends the task early (a dry run's "not
-    /// served yet" for a kind whose CRD this plan creates).
-    pub(crate) async fn target(
+    /// Where and what a write of `task` sends: its kind resolved (waiting for its CRD as
+    /// [`ClusterHandle::served_for`] does), its collection and its request body. `Err(done)`
+    /// ends the task early (a dry run's "not served yet" for a kind whose CRD this plan
+    /// creates).
+    pub(crate) async fn write_target(
         &self,
         ctx: &TaskContext,
         task: &Task,
-    ) -> Result<Result<Resolved, Done>, TaskError> {
+    ) -> Result<Result<WriteTarget, Done>, TaskError> {
+        let m = &task.manifest;
         let served = self
             .call_with(ctx, false, || {
-                let m = &task.manifest;
                 self.served_for(task, &m.id.group, m.version(), &m.id.kind, &ctx.cancel)
             })
             .await
             .map_err(|e| TaskError::failed(format!("discovery: {}", e.message), e.attempts))?
             .0;
-        match served {
-            Served::Yes(r) => Ok(Ok(r)),
-            Served::No { crd_task: Some(_) } if self.options.dry_run => Ok(Err(not_served_yet())),
-            Served::No { crd_task } => Err(self.not_served_error(task, crd_task)),
-        }
+        let resolved = match served {
+            Served::Yes(r) => r,
+            Served::No { crd_task: Some(_) } if self.options.dry_run => {
+                return Ok(Err(not_served_yet()));
+            }
+            Served::No { crd_task } => return Err(self.not_served_error(task, crd_task)),
+        };
+        let ns = self.namespace_for(task, &resolved);
+        Ok(Ok(WriteTarget {
+            fresh_kind: resolved.from_run,
+            collection: resolved.url_path(ns.as_deref()),
+            body: body::request_body(&m.object, ns.as_deref()),
+        }))
     }
 
     /// The namespace to use for a task's object.

@@ -1,6 +1,9 @@
 //! The actions: what one task does to the cluster. [`ClusterRunner`] is the engine's
-//! [`TaskRunner`]; it holds the [`ClusterHandle`] and one value per action, and only
-//! dispatches on the task's action:
+//! [`TaskRunner`]; it holds the [`ClusterHandle`] and one value per action and per wait, and
+//! only dispatches: an apply or create-only task resolves where it writes (in the handle),
+//! writes with the strategy's action, and a written CRD then goes through the CRD wait; a
+//! delete or wait task goes to its action; a task that failed on a namespace this plan is
+//! still creating goes through the namespace wait and is tried once more.
 //!
 //! - [`handle`]: [`ClusterHandle`], what every action reads (client, plan, discovery, event
 //!   emitter, options, baseline, which task defines which CRD) and the request helpers
@@ -9,7 +12,8 @@
 //! - [`apply`]: [`ServerSideApply`], server-side apply and create-only;
 //! - [`cvo`]: [`CvoApply`], the apply action of the default `cvo` strategy (GET, the CVO's
 //!   merge, UPDATE);
-//! - [`crd_wait`]: [`CrdWait`], the wait for a written CRD to be `Established`;
+//! - [`crd_wait`]: [`CrdWait`], the wait for a written CRD to be `Established`, after which
+//!   its kinds are served;
 //! - [`delete`]: [`Delete`], deletes and the [`DeleteTracker`] of deletions held by
 //!   finalizers, checked at the end of the run;
 //! - [`operator_wait`]: [`OperatorWait`], the ClusterOperator wait, the precreation pass when
@@ -44,17 +48,17 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use self::apply::ServerSideApply;
+use self::crd_wait::CrdWait;
 use self::cvo::CvoApply;
 use self::delete::Delete;
 pub use self::handle::ClusterHandle;
 use self::namespace_wait::NamespaceWait;
 use self::operator_wait::OperatorWait;
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
-use crate::apply::events::{Emitter, Outcome, TaskRef};
-use crate::cluster::discovery::Discovery;
+use crate::apply::events::{Outcome, TaskRef};
 use crate::cluster::request;
 use crate::cluster::retry::RetryPolicy;
-use crate::plan::{Action, Mode, Plan, Task};
+use crate::plan::{Action, Mode, Task};
 
 /// Settings of the cluster runner.
 #[derive(Debug, Clone)]
@@ -125,28 +129,21 @@ pub struct ClusterRunner {
     cluster: Arc<ClusterHandle>,
     server_side: ServerSideApply,
     cvo: CvoApply,
+    crds: CrdWait,
     delete: Delete,
     operator_wait: OperatorWait,
     namespaces: NamespaceWait,
 }
 
 impl ClusterRunner {
-    /// A runner for `plan`.
+    /// A runner over `cluster`, with every action's state empty.
     #[must_use]
-    pub fn new(
-        client: Client,
-        plan: Arc<Plan>,
-        discovery: Arc<Discovery>,
-        emitter: Emitter,
-        options: RunnerOptions,
-        baseline: Baseline,
-    ) -> Self {
-        let cluster = Arc::new(ClusterHandle::new(
-            client, plan, discovery, emitter, options, baseline,
-        ));
+    pub fn new(cluster: ClusterHandle) -> Self {
+        let cluster = Arc::new(cluster);
         ClusterRunner {
             server_side: ServerSideApply::new(cluster.clone()),
             cvo: CvoApply::new(cluster.clone()),
+            crds: CrdWait::new(cluster.clone()),
             delete: Delete::new(cluster.clone()),
             operator_wait: OperatorWait::new(cluster.clone()),
             namespaces: NamespaceWait::new(cluster.clone()),
@@ -178,11 +175,25 @@ impl ClusterRunner {
             ));
         }
         match task.action {
-            Action::Apply => match self.cluster.options.strategy {
-                ApplyStrategy::Cvo => self.cvo.apply(ctx, task).await,
-                ApplyStrategy::ServerSide => self.server_side.apply(ctx, task).await,
-            },
-            Action::CreateOnly => self.server_side.create_only(ctx, task).await,
+            Action::Apply | Action::CreateOnly => {
+                let target = match self.cluster.write_target(ctx, task).await? {
+                    Ok(target) => target,
+                    Err(done) => return Ok(done),
+                };
+                let collection = target.collection.clone();
+                let (done, written) = match (&task.action, self.cluster.options.strategy) {
+                    (Action::CreateOnly, _) => self.server_side.create_only(ctx, target).await,
+                    (_, ApplyStrategy::Cvo) => self.cvo.apply(ctx, task, target).await,
+                    (_, ApplyStrategy::ServerSide) => {
+                        self.server_side.apply(ctx, task, target).await
+                    }
+                }?;
+                if let Some(crd) = written.filter(|_| task.manifest.is_crd()) {
+                    let name = &task.manifest.id.name;
+                    self.crds.established(ctx, name, &collection, crd).await?;
+                }
+                Ok(done)
+            }
             Action::Delete => self.delete.delete(ctx, task).await,
             Action::Wait => self.operator_wait.wait(ctx, task).await,
             Action::Skip => Ok(Done::new(Outcome::Skipped).attempts(0)),
