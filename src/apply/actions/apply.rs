@@ -1,4 +1,5 @@
-//! The server-side apply and create-only actions ([`ServerSideApply`]).
+//! The server-side apply action ([`ServerSideApply`]) and the create-only action
+//! ([`CreateOnly`]).
 //!
 //! - apply (`--apply-strategy server-side`): one server-side apply PATCH (`force`, the run's field manager). 201 means
 //!   created; otherwise the response is classified against the run's [`Baseline`] (no extra
@@ -86,13 +87,13 @@ pub fn classify(baseline: &Baseline, object: &Value, manager: &str) -> Outcome {
     }
 }
 
-/// The server-side apply and create-only actions.
+/// The apply action of the `server-side` strategy.
 pub struct ServerSideApply {
     cluster: Arc<ClusterHandle>,
 }
 
 impl ServerSideApply {
-    /// The actions, over `cluster`.
+    /// The action, over `cluster`.
     #[must_use]
     pub fn new(cluster: Arc<ClusterHandle>) -> Self {
         ServerSideApply { cluster }
@@ -175,10 +176,23 @@ impl ServerSideApply {
             .await?;
         Ok(attempts)
     }
+}
+
+/// The create-only action, in both strategies.
+pub struct CreateOnly {
+    cluster: Arc<ClusterHandle>,
+}
+
+impl CreateOnly {
+    /// The action, over `cluster`.
+    #[must_use]
+    pub fn new(cluster: Arc<ClusterHandle>) -> Self {
+        CreateOnly { cluster }
+    }
 
     /// The create-only action: one POST of `target`; 409 AlreadyExists leaves the object
     /// alone.
-    pub(crate) async fn create_only(&self, ctx: &TaskContext, target: WriteTarget) -> WriteResult {
+    pub(crate) async fn create(&self, ctx: &TaskContext, target: WriteTarget) -> WriteResult {
         let c = &*self.cluster;
         let WriteTarget {
             fresh_kind,

@@ -9,7 +9,8 @@
 //!   emitter, options, baseline, which task defines which CRD) and the request helpers
 //!   (retries, warnings, kind resolution with the wait for a CRD this plan still has to
 //!   establish);
-//! - [`apply`]: [`ServerSideApply`], server-side apply and create-only;
+//! - [`apply`]: [`ServerSideApply`], the apply action of the `server-side` strategy, and
+//!   [`CreateOnly`], the create-only action of both strategies;
 //! - [`cvo`]: [`CvoApply`], the apply action of the default `cvo` strategy (GET, the CVO's
 //!   merge, UPDATE);
 //! - [`crd_wait`]: [`CrdWait`], the wait for a written CRD to be `Established`, after which
@@ -22,6 +23,7 @@
 //!   task of this plan is still creating.
 //!
 //! [`CrdWait`]: crd_wait::CrdWait
+//! [`CreateOnly`]: apply::CreateOnly
 //! [`CvoApply`]: cvo::CvoApply
 //! [`Delete`]: delete::Delete
 //! [`DeleteTracker`]: delete::DeleteTracker
@@ -47,7 +49,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use self::apply::ServerSideApply;
+use self::apply::{CreateOnly, ServerSideApply};
 use self::crd_wait::CrdWait;
 use self::cvo::CvoApply;
 use self::delete::Delete;
@@ -129,6 +131,7 @@ pub struct ClusterRunner {
     cluster: Arc<ClusterHandle>,
     server_side: ServerSideApply,
     cvo: CvoApply,
+    create_only: CreateOnly,
     crds: CrdWait,
     delete: Delete,
     operator_wait: OperatorWait,
@@ -143,6 +146,7 @@ impl ClusterRunner {
         ClusterRunner {
             server_side: ServerSideApply::new(cluster.clone()),
             cvo: CvoApply::new(cluster.clone()),
+            create_only: CreateOnly::new(cluster.clone()),
             crds: CrdWait::new(cluster.clone()),
             delete: Delete::new(cluster.clone()),
             operator_wait: OperatorWait::new(cluster.clone()),
@@ -182,7 +186,7 @@ impl ClusterRunner {
                 };
                 let collection = target.collection.clone();
                 let (done, written) = match (&task.action, self.cluster.options.strategy) {
-                    (Action::CreateOnly, _) => self.server_side.create_only(ctx, target).await,
+                    (Action::CreateOnly, _) => self.create_only.create(ctx, target).await,
                     (_, ApplyStrategy::Cvo) => self.cvo.apply(ctx, task, target).await,
                     (_, ApplyStrategy::ServerSide) => {
                         self.server_side.apply(ctx, task, target).await
