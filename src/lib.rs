@@ -16,8 +16,9 @@
 //!    ordering-hazard lint.
 //! 6. [`apply`]: the execute stage: a preflight (missing kinds and namespaces, before
 //!    anything is written), the CVO's parallel graph walk ([`apply::engine`]) and the actions
-//!    it runs ([`apply::actions`]: server-side apply, create-only, deletes, CRD and
-//!    ClusterOperator waits), progress events, a report and the ClusterVersion record. Every
+//!    it runs ([`apply::actions`], one module per action and per wait: `apply`, `cvo`,
+//!    `delete`, `crd_wait`, `operator_wait`, `namespace_wait`, all over one `handle`), progress
+//!    events, a report and the ClusterVersion record. Every
 //!    request goes through [`cluster`], the one HTTP layer (connection, typed request errors,
 //!    retries, watches, discovery); the ClusterOperator health rule shared with the simulator
 //!    is [`clusteroperator`].

@@ -415,6 +415,38 @@ pub enum EventKind {
     },
 }
 
+/// A [`EventKind::TaskFinished`] as observers that show or record it read it.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskEnd<'a> {
+    /// The task.
+    pub task: &'a TaskRef,
+    /// What it did.
+    pub outcome: Outcome,
+    /// The error of a failed or interrupted task, else the detail, if any.
+    pub message: Option<&'a str>,
+}
+
+impl EventKind {
+    /// The task's end, when this is a [`EventKind::TaskFinished`].
+    #[must_use]
+    pub fn task_end(&self) -> Option<TaskEnd<'_>> {
+        match self {
+            EventKind::TaskFinished {
+                task,
+                outcome,
+                detail,
+                error,
+                ..
+            } => Some(TaskEnd {
+                task,
+                outcome: *outcome,
+                message: error.as_deref().or(detail.as_deref()),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Stamps and delivers events.
 #[derive(Clone)]
 pub struct Emitter {

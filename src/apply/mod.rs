@@ -14,9 +14,14 @@
 //!   and namespaces are installed.
 //! - [`engine`]: the CVO's `RunGraph` on tokio (ready nodes lowest index first, bounded
 //!   parallelism, a failure blocks only dependents, Ctrl-C stops starting work).
-//! - [`actions`]: one task against the cluster, one module per action
-//!   ([`actions::apply`]: apply, create-only and the CRD wait; [`actions::delete`]: deletes and
-//!   deletion tracking; [`actions::operator_wait`]: the ClusterOperator wait and precreation).
+//! - [`actions`]: one task against the cluster. [`actions::ClusterRunner`] (the engine's
+//!   `TaskRunner`) holds the [`actions::handle`] every action reads and one self-contained
+//!   value per action, each in its own module and owning its state: [`actions::apply`]
+//!   (server-side apply, create-only), [`actions::cvo`] (the default apply: GET, merge,
+//!   UPDATE), [`actions::delete`] (deletes and the deletions still in progress). The waits:
+//!   [`actions::crd_wait`] (a written CRD until `Established`), [`actions::operator_wait`]
+//!   (ClusterOperators, with precreation), [`actions::namespace_wait`] (a namespace this plan
+//!   is still creating), and, in the handle, a kind whose CRD this plan is still establishing.
 //! - [`events`]: the observer interface and the event list; [`report`] and [`clusterversion`]
 //!   are observers (progress rendering is the CLI's).
 //!
@@ -82,7 +87,7 @@ pub use actions::{ApplyStrategy, RunnerOptions};
 pub use events::{ApplyEvent, ApplyObserver, EventKind, EventLog, Outcome, StopReason, TaskRef};
 pub use report::ApplyReport;
 
-use self::actions::ClusterRunner;
+use self::actions::{ClusterHandle, ClusterRunner};
 use self::clusterversion::{ClusterVersionRecorder, Final, RecorderOptions};
 use self::events::{Emitter, Observers};
 use self::report::{ReportBuilder, RunFacts};
@@ -306,14 +311,14 @@ pub async fn run(
         })
     };
 
-    let runner = Arc::new(ClusterRunner::new(
+    let runner = Arc::new(ClusterRunner::new(ClusterHandle::new(
         conn.client.clone(),
         plan.clone(),
         discovery,
         emitter.clone(),
         runner_options.clone(),
         baseline,
-    ));
+    )));
     let outcome = engine::run_graph(
         plan.clone(),
         runner.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use minicvo::apply::events::{ApplyEvent, ApplyObserver, EventKind, Outcome};
+use minicvo::apply::events::{ApplyEvent, ApplyObserver, EventKind, Outcome, TaskEnd};
 
 /// How much to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,13 +176,15 @@ impl ApplyObserver for Progress {
                     );
                 }
             }
-            EventKind::TaskFinished {
-                task,
-                outcome,
-                detail,
-                error,
-                ..
-            } => {
+            EventKind::TaskFinished { .. } => {
+                let Some(TaskEnd {
+                    task,
+                    outcome,
+                    message,
+                }) = e.kind.task_end()
+                else {
+                    return;
+                };
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
                 }
@@ -193,7 +195,7 @@ impl ApplyObserver for Progress {
                 };
                 if show {
                     let mut text = format!("{outcome} {}", task.label());
-                    if let Some(d) = detail.as_ref().or(error.as_ref()) {
+                    if let Some(d) = message {
                         text.push_str(": ");
                         text.push_str(d);
                     }

@@ -44,6 +44,14 @@ impl Resolved {
             None => format!("{base}/{}", r.plural),
         }
     }
+
+    /// The namespace an object of this kind goes to: `None` for a cluster-scoped kind, else
+    /// the manifest's namespace or, without one, `default` (the client's namespace).
+    #[must_use]
+    pub fn namespace_of(&self, manifest: Option<&str>, default: &str) -> Option<String> {
+        self.namespaced
+            .then(|| manifest.unwrap_or(default).to_string())
+    }
 }
 
 type Gvk = (String, String, String);

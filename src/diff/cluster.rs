@@ -104,13 +104,10 @@ impl KubeCluster {
     }
 
     fn namespace(&self, task: &Task, resolved: &Resolved) -> Option<String> {
-        resolved.namespaced.then(|| {
-            task.manifest
-                .id
-                .namespace
-                .clone()
-                .unwrap_or_else(|| self.client.default_namespace().to_string())
-        })
+        resolved.namespace_of(
+            task.manifest.id.namespace.as_deref(),
+            self.client.default_namespace(),
+        )
     }
 
     /// Runs a request with `minicvo apply`'s retry policy for transient errors.

@@ -359,13 +359,11 @@ impl ApplyObserver for Recorder {
                 let id = plan.tasks[task.id].manifest.id.clone();
                 self.observed(&mut s, event.instant, id, "deleted object is gone".into());
             }
-            EventKind::TaskFinished {
-                task,
-                outcome,
-                detail,
-                error,
-                ..
-            } => {
+            EventKind::TaskFinished { .. } => {
+                let Some(end) = event.kind.task_end() else {
+                    return;
+                };
+                let (task, outcome) = (end.task, &end.outcome);
                 let action = match plan.tasks[task.id].action {
                     Action::Apply | Action::CreateOnly => TimelineAction::Apply,
                     Action::Delete => TimelineAction::Delete,
@@ -379,7 +377,7 @@ impl ApplyObserver for Recorder {
                 };
                 let mut e = Self::task_event(&s, phase, task, action, at);
                 e.outcome = Some(outcome.to_string());
-                e.detail = error.clone().or_else(|| detail.clone());
+                e.detail = end.message.map(str::to_owned);
                 if *outcome == Outcome::Skipped {
                     return;
                 }

@@ -1,52 +1,34 @@
-//! Applying and creating objects.
+//! The server-side apply action ([`ServerSideApply`]) and the create-only action
+//! ([`CreateOnly`]).
 //!
-//! - apply: one server-side apply PATCH (`force`, the run's field manager). 201 means
+//! - apply (`--apply-strategy server-side`): one server-side apply PATCH (`force`, the run's field manager). 201 means
 //!   created; otherwise the response is classified against the run's [`Baseline`] (no extra
 //!   request). An unchanged object is not written by the server at all (SSA is a no-op when
 //!   nothing changes), so its resourceVersion stays.
 //! - create-only: one POST; 409 AlreadyExists means "leave it alone".
 //! - dry run: the live object is read first, the PATCH is sent with `dryRun=All`, and the
 //!   two are compared, so the report says which fields would change.
-//! - CustomResourceDefinition: after the apply, wait (watch) until `Established`, then its
-//!   kinds are served for the rest of the run.
+//! - CustomResourceDefinition: the written object is handed back, for the CRD wait
+//!   ([`super::crd_wait`]) the runner runs next.
+//!
+//! The default strategy's apply is [`super::cvo`]; create-only is the same in both
+//! strategies, except that the `cvo` one prepares the object as the CVO does.
 //!
 //! [`Baseline`]: super::Baseline
+
+use std::sync::Arc;
 
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::Request;
 use serde_json::Value;
 
-use super::{Baseline, ClusterRunner, Served};
-use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
-use crate::apply::events::{EventKind, Outcome};
+use super::Baseline;
+use super::handle::{ClusterHandle, WriteResult, WriteTarget, dry_run_outcome};
+use crate::apply::engine::{Done, TaskContext, TaskError};
+use crate::apply::events::Outcome;
 use crate::cluster::body;
-use crate::cluster::discovery::Resolved;
 use crate::cluster::request::RequestError;
-use crate::cluster::watch::{self, WatchEnd};
 use crate::plan::Task;
-
-/// Why a CRD's names were not accepted, or `Ok(established)`.
-fn crd_state(crd: &Value) -> Result<bool, String> {
-    let conditions = crd
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let get = |t: &str| {
-        conditions
-            .iter()
-            .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
-    };
-    if let Some(c) = get("NamesAccepted")
-        && c.get("status").and_then(Value::as_str) == Some("False")
-    {
-        return Err(format!(
-            "names not accepted: {}",
-            c.get("message").and_then(Value::as_str).unwrap_or_default()
-        ));
-    }
-    Ok(get("Established").and_then(|c| c.get("status").and_then(Value::as_str)) == Some("True"))
-}
 
 /// A workload whose manifest switches its update strategy away from `RollingUpdate`
 /// (Deployment `strategy.type: Recreate`, DaemonSet/StatefulSet `updateStrategy.type:
@@ -105,46 +87,34 @@ pub fn classify(baseline: &Baseline, object: &Value, manager: &str) -> Outcome {
     }
 }
 
-impl ClusterRunner {
-    /// Resolves the task's kind; `Err(done)` ends the task early (dry-run "not served yet").
-    async fn target(
+/// The apply action of the `server-side` strategy.
+pub struct ServerSideApply {
+    cluster: Arc<ClusterHandle>,
+}
+
+impl ServerSideApply {
+    /// The action, over `cluster`.
+    #[must_use]
+    pub fn new(cluster: Arc<ClusterHandle>) -> Self {
+        ServerSideApply { cluster }
+    }
+
+    /// The apply action: one forced server-side apply of `target`.
+    pub(crate) async fn apply(
         &self,
         ctx: &TaskContext,
         task: &Task,
-    ) -> Result<Result<Resolved, Done>, TaskError> {
-        let served = self
-            .call_with(ctx, false, || {
-                let m = &task.manifest;
-                self.served_for(task, &m.id.group, m.version(), &m.id.kind, &ctx.cancel)
-            })
-            .await
-            .map_err(|e| TaskError::failed(format!("discovery: {}", e.message), e.attempts))?
-            .0;
-        match served {
-            Served::Yes(r) => Ok(Ok(r)),
-            Served::No { crd_task: Some(_) } if self.options.dry_run => {
-                Ok(Err(Done::new(Outcome::NotServed)
-                    .detail("type not served yet (CRD created by this plan)")))
-            }
-            Served::No { crd_task } => Err(self.not_served_error(task, crd_task)),
-        }
-    }
-
-    /// The apply action.
-    pub(crate) async fn apply(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
-        let resolved = match self.target(ctx, task).await? {
-            Ok(r) => r,
-            Err(done) => return Ok(done),
-        };
-        if self.options.strategy == super::ApplyStrategy::Cvo {
-            return self.apply_cvo(ctx, task, &resolved).await;
-        }
-        let ns = self.namespace_for(task, &resolved);
-        let collection = resolved.url_path(ns.as_deref());
+        target: WriteTarget,
+    ) -> WriteResult {
+        let c = &*self.cluster;
+        let WriteTarget {
+            fresh_kind,
+            collection,
+            body,
+        } = target;
         let name = task.manifest.id.name.as_str();
-        let body = body::request_body(&task.manifest.object, ns.as_deref());
-        let mut params = PatchParams::apply(&self.options.field_manager).force();
-        if self.options.dry_run {
+        let mut params = PatchParams::apply(&c.options.field_manager).force();
+        if c.options.dry_run {
             params = params.dry_run();
         }
         let build = || {
@@ -152,55 +122,31 @@ impl ClusterRunner {
                 .patch(name, &params, &Patch::Apply(&body))
                 .map_err(|e| RequestError::Build(e.to_string()))
         };
-        if self.options.dry_run {
-            let (live, _) = self
-                .call_with(ctx, resolved.from_run, || {
-                    watch::get(
-                        &self.client,
-                        &collection,
-                        name,
-                        self.options.request_timeout,
-                    )
-                })
-                .await?;
-            let (response, attempts) = self.call(ctx, resolved.from_run, build).await?;
-            self.warnings(ctx, &response);
-            return Ok(match live {
-                None => Done::new(Outcome::Created).detail("would create"),
-                Some(live) => {
-                    let paths = body::changed_paths(&live, &response.body, 8);
-                    if paths.is_empty() {
-                        Done::new(Outcome::Unchanged)
-                    } else {
-                        Done::new(Outcome::Configured)
-                            .detail(format!("would change {}", paths.join(", ")))
-                    }
-                }
-            }
-            .attempts(attempts));
+        if c.options.dry_run {
+            let (live, _) = c.get_live(ctx, fresh_kind, &collection, name).await?;
+            let (response, attempts) = c.call(ctx, fresh_kind, build).await?;
+            c.warnings(ctx, &response);
+            let done = dry_run_outcome(live.as_ref(), &response.body).attempts(attempts);
+            return Ok((done, None));
         }
-        let (response, attempts) = match self.call(ctx, resolved.from_run, build).await {
+        let (response, attempts) = match c.call(ctx, fresh_kind, build).await {
             Err(e) if strategy_switch(&task.manifest.object, &e.message).is_some() => {
                 let attempts = e.attempts
                     + self
                         .clear_rolling_update(ctx, &collection, name, &task.manifest.object)
                         .await?;
-                let (r, more) = self.call(ctx, resolved.from_run, build).await?;
+                let (r, more) = c.call(ctx, fresh_kind, build).await?;
                 (r, attempts + more)
             }
             r => r?,
         };
-        self.warnings(ctx, &response);
+        c.warnings(ctx, &response);
         let outcome = if response.status == 201 {
             Outcome::Created
         } else {
-            classify(&self.baseline, &response.body, &self.options.field_manager)
+            classify(&c.baseline, &response.body, &c.options.field_manager)
         };
-        if task.manifest.is_crd() {
-            self.established(ctx, name, &collection, response.body)
-                .await?;
-        }
-        Ok(Done::new(outcome).attempts(attempts))
+        Ok((Done::new(outcome).attempts(attempts), Some(response.body)))
     }
 
     /// Switches a workload's update strategy away from `RollingUpdate` with a JSON merge
@@ -217,10 +163,11 @@ impl ClusterRunner {
         };
         let patch = serde_json::json!({"spec": {field: {"type": kind, "rollingUpdate": null}}});
         let params = PatchParams {
-            field_manager: Some(self.options.field_manager.clone()),
+            field_manager: Some(self.cluster.options.field_manager.clone()),
             ..PatchParams::default()
         };
         let (_, attempts) = self
+            .cluster
             .call(ctx, false, || {
                 Request::new(collection)
                     .patch(name, &params, &Patch::Merge(&patch))
@@ -229,125 +176,63 @@ impl ClusterRunner {
             .await?;
         Ok(attempts)
     }
+}
 
-    /// The create-only action.
-    pub(crate) async fn create_only(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
-        let resolved = match self.target(ctx, task).await? {
-            Ok(r) => r,
-            Err(done) => return Ok(done),
-        };
-        let ns = self.namespace_for(task, &resolved);
-        let collection = resolved.url_path(ns.as_deref());
-        let mut object = body::request_body(&task.manifest.object, ns.as_deref());
+/// The create-only action, in both strategies.
+pub struct CreateOnly {
+    cluster: Arc<ClusterHandle>,
+}
+
+impl CreateOnly {
+    /// The action, over `cluster`.
+    #[must_use]
+    pub fn new(cluster: Arc<ClusterHandle>) -> Self {
+        CreateOnly { cluster }
+    }
+
+    /// The create-only action: one POST of `target`; 409 AlreadyExists leaves the object
+    /// alone.
+    pub(crate) async fn create(&self, ctx: &TaskContext, target: WriteTarget) -> WriteResult {
+        let c = &*self.cluster;
+        let WriteTarget {
+            fresh_kind,
+            collection,
+            body: mut object,
+        } = target;
         // The CVO creates a create-only object as it creates any other: with the
         // ClusterVersion owner reference (not as controller) and the pre-merge mutations.
-        if self.options.strategy == super::ApplyStrategy::Cvo {
-            object = crate::merge::prepare(&object, &self.options.cluster_config)
+        if c.options.strategy == super::ApplyStrategy::Cvo {
+            object = crate::merge::prepare(&object, &c.options.cluster_config)
                 .map_err(|e| TaskError::failed(e.to_string(), 0))?;
         }
         let body = serde_json::to_vec(&object).map_err(|e| TaskError::failed(e.to_string(), 0))?;
         let params = PostParams {
-            dry_run: self.options.dry_run,
-            field_manager: Some(self.options.field_manager.clone()),
+            dry_run: c.options.dry_run,
+            field_manager: Some(c.options.field_manager.clone()),
         };
-        let (created, attempts) = self
-            .call_with(ctx, resolved.from_run, || {
-                let req = Request::new(&collection)
+        let already_exists = |e: &RequestError| matches!(e, RequestError::Api { code: 409, reason, .. } if reason == "AlreadyExists");
+        let (created, attempts) = c
+            .send_unless(ctx, fresh_kind, already_exists, || {
+                Request::new(&collection)
                     .create(&params, body.clone())
-                    .map_err(|e| RequestError::Build(e.to_string()));
-                async move {
-                    match crate::cluster::request::send(
-                        &self.client,
-                        req?,
-                        self.options.request_timeout,
-                    )
-                    .await
-                    {
-                        Ok(r) => Ok(Some(r)),
-                        Err(RequestError::Api {
-                            code: 409, reason, ..
-                        }) if reason == "AlreadyExists" => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }
+                    .map_err(|e| RequestError::Build(e.to_string()))
             })
             .await?;
         let Some(response) = created else {
-            return Ok(Done::new(Outcome::CreateOnlySkipped).attempts(attempts));
+            return Ok((
+                Done::new(Outcome::CreateOnlySkipped).attempts(attempts),
+                None,
+            ));
         };
-        self.warnings(ctx, &response);
-        if self.options.dry_run {
-            return Ok(Done::new(Outcome::Created)
-                .detail("would create")
-                .attempts(attempts));
+        c.warnings(ctx, &response);
+        if c.options.dry_run {
+            let done = Done::new(Outcome::Created).detail("would create");
+            return Ok((done.attempts(attempts), None));
         }
-        if task.manifest.is_crd() {
-            let name = task.manifest.id.name.as_str();
-            self.established(ctx, name, &collection, response.body)
-                .await?;
-        }
-        Ok(Done::new(Outcome::Created).attempts(attempts))
-    }
-
-    /// Waits until the applied CRD `name` is Established, then serves its kinds.
-    pub(super) async fn established(
-        &self,
-        ctx: &TaskContext,
-        name: &str,
-        collection: &str,
-        applied: Value,
-    ) -> Result<(), TaskError> {
-        let started = tokio::time::Instant::now();
-        let deadline = started + self.options.crd_timeout;
-        let mut problem = None;
-        let end = watch::watch_until(
-            &self.client,
-            collection,
-            name,
-            Some(applied),
-            deadline,
-            &ctx.cancel,
-            |crd| match crd.map(crd_state) {
-                Some(Ok(true)) => Some(Ok(crd.cloned().unwrap_or_default())),
-                Some(Err(e)) => Some(Err(e)),
-                Some(Ok(false)) => None,
-                None => {
-                    problem = Some("the CRD was deleted while waiting for it".to_string());
-                    None
-                }
-            },
-        )
-        .await;
-        match end {
-            WatchEnd::Done(Ok(crd)) => {
-                self.discovery.insert_crd(&crd);
-                self.emitter.emit(EventKind::CrdEstablished {
-                    task: ctx.task.clone(),
-                    name: name.to_string(),
-                    waited: started.elapsed(),
-                });
-                Ok(())
-            }
-            WatchEnd::Done(Err(e)) => Err(TaskError::failed(
-                format!("CustomResourceDefinition {name}: {e}"),
-                1,
-            )),
-            WatchEnd::TimedOut(_) => Err(TaskError::failed(
-                format!(
-                    "CustomResourceDefinition {name} not Established after {:?}{}",
-                    self.options.crd_timeout,
-                    problem.map(|p| format!(": {p}")).unwrap_or_default()
-                ),
-                1,
-            )),
-            WatchEnd::Cancelled => Err(TaskError::interrupted(format!(
-                "stopped while waiting for CustomResourceDefinition {name} to be Established"
-            ))),
-            WatchEnd::Failed(e) => Err(TaskError::failed(
-                format!("cannot watch CustomResourceDefinition {name}: {e}"),
-                1,
-            )),
-        }
+        Ok((
+            Done::new(Outcome::Created).attempts(attempts),
+            Some(response.body),
+        ))
     }
 }
 
@@ -411,23 +296,6 @@ mod tests {
                 "minicvo"
             ),
             Outcome::Configured
-        );
-    }
-
-    #[test]
-    fn crd_states() {
-        assert_eq!(crd_state(&json!({})), Ok(false));
-        assert_eq!(
-            crd_state(
-                &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}})
-            ),
-            Ok(true)
-        );
-        assert!(
-            crd_state(&json!({"status": {"conditions": [
-                {"type": "NamesAccepted", "status": "False", "message": "plural taken"}]}}))
-            .unwrap_err()
-            .contains("plural taken")
         );
     }
 }

@@ -1,4 +1,5 @@
-//! Deleting objects (`release.openshift.io/delete: "true"`) and tracking the deletions.
+//! The delete action ([`Delete`]): deleting objects (`release.openshift.io/delete: "true"`)
+//! and tracking the deletions ([`DeleteTracker`]) until the end of the run.
 //!
 //! As in the CVO (cvo-apply.md §7):
 //!
@@ -10,12 +11,14 @@
 //!   except the kinds the CVO deletes through a typed client, whose GET answers 404 and so
 //!   count as absent;
 //! - a `release.openshift.io/delete` value other than `"true"` fails the task (checked in
-//!   [`super::ClusterRunner`] before any action, so nothing is applied either);
+//!   [`super::ClusterRunner`]'s dispatch before any action, so nothing is applied either);
 //! - the task does not wait for finalizers.
 //!
 //! Unlike the CVO, which only notices on a later pass, minicvo keeps every deletion that was
 //! still in progress and checks it again at the end of the run (`--wait-deletes` waits for
 //! it, bounded by `--wait-timeout`); the report lists the ones still in progress.
+
+use std::sync::Arc;
 
 use kube::api::DeleteParams;
 use kube::core::Request;
@@ -23,7 +26,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{ClusterRunner, Served};
+use super::handle::{ClusterHandle, Served};
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
 use crate::apply::events::{EventKind, Outcome, TaskRef};
 use crate::cluster::body;
@@ -57,9 +60,9 @@ pub struct PendingDelete {
 }
 
 /// The deletions accepted while their object still existed, until the end of the run checks
-/// them ([`ClusterRunner::finish_deletes`]). Owned by the delete action.
+/// them ([`Delete::finish`]). Owned by the delete action.
 #[derive(Debug, Default)]
-pub(crate) struct DeleteTracker {
+pub struct DeleteTracker {
     pending: std::sync::Mutex<Vec<PendingDelete>>,
 }
 
@@ -75,15 +78,31 @@ impl DeleteTracker {
     }
 }
 
-impl ClusterRunner {
+/// The delete action and the deletions it still tracks.
+pub struct Delete {
+    cluster: Arc<ClusterHandle>,
+    tracker: DeleteTracker,
+}
+
+impl Delete {
+    /// The action, over `cluster`, tracking nothing yet.
+    #[must_use]
+    pub fn new(cluster: Arc<ClusterHandle>) -> Self {
+        Delete {
+            cluster,
+            tracker: DeleteTracker::default(),
+        }
+    }
+
     /// The delete action.
     pub(crate) async fn delete(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
-        if self.options.mode != Mode::Updating {
+        let c = &*self.cluster;
+        if c.options.mode != Mode::Updating {
             return Ok(Done::new(Outcome::DeleteSkipped)
                 .attempts(0)
                 .detail(format!(
                     "deletes are issued only in updating mode, not {}",
-                    self.options.mode
+                    c.options.mode
                 )));
         }
         let m = &task.manifest;
@@ -93,7 +112,7 @@ impl ClusterRunner {
             m.id.namespace.as_deref(),
             &m.id.name,
         );
-        let served = self.call_with(ctx, false, || self.served(task)).await?.0;
+        let served = c.call_with(ctx, false, || c.served(task)).await?.0;
         let resolved = match served {
             Served::Yes(r) => r,
             Served::No { .. } if deletion::is_typed(&m.id.group, &m.id.kind) => {
@@ -108,41 +127,33 @@ impl ClusterRunner {
                 ));
             }
         };
-        let ns = self.namespace_for(task, &resolved);
+        let ns = c.namespace_for(task, &resolved);
         let collection = resolved.url_path(ns.as_deref());
         let name = task.manifest.id.name.as_str();
         // No propagation policy: the server's default for the kind, as the CVO sends it.
         let mut params = DeleteParams::default();
-        if self.options.dry_run {
+        if c.options.dry_run {
             params = params.dry_run();
         }
-        let (deleted, attempts) = self
-            .call_with(ctx, false, || {
-                let req = Request::new(&collection)
-                    .delete(name, &params)
-                    .map_err(|e| RequestError::Build(e.to_string()));
-                async move {
-                    match crate::cluster::request::send(
-                        &self.client,
-                        req?,
-                        self.options.request_timeout,
-                    )
-                    .await
-                    {
-                        Ok(r) => Ok(Some(r)),
-                        Err(e) if e.is(404) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }
-            })
+        let (deleted, attempts) = c
+            .send_unless(
+                ctx,
+                false,
+                |e| e.is(404),
+                || {
+                    Request::new(&collection)
+                        .delete(name, &params)
+                        .map_err(|e| RequestError::Build(e.to_string()))
+                },
+            )
             .await?;
         let Some(response) = deleted else {
             return Ok(Done::new(Outcome::AlreadyAbsent)
                 .attempts(attempts)
                 .detail(deletion::not_found_message(&label)));
         };
-        self.warnings(ctx, &response);
-        if self.options.dry_run {
+        c.warnings(ctx, &response);
+        if c.options.dry_run {
             return Ok(Done::new(Outcome::Deleted)
                 .detail("would delete")
                 .attempts(attempts));
@@ -150,12 +161,12 @@ impl ClusterRunner {
         // A `Status` body means the object is gone; the object itself means it is still
         // there, marked for deletion.
         let gone = response.body.get("kind").and_then(Value::as_str) == Some("Status");
-        self.emitter.emit(EventKind::DeleteRequested {
+        c.emitter.emit(EventKind::DeleteRequested {
             task: ctx.task.clone(),
             gone,
         });
         if gone {
-            self.emitter.emit(EventKind::DeleteConfirmed {
+            c.emitter.emit(EventKind::DeleteConfirmed {
                 task: ctx.task.clone(),
             });
             return Ok(Done::new(Outcome::Deleted).attempts(attempts));
@@ -166,7 +177,7 @@ impl ClusterRunner {
             .and_then(Value::as_array)
             .map(|f| f.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        self.deletes.track(PendingDelete {
+        self.tracker.track(PendingDelete {
             task: ctx.task.clone(),
             collection,
             uid: body::uid(&response.body).map(str::to_owned),
@@ -186,13 +197,14 @@ impl ClusterRunner {
 
     /// Checks the deletions still in progress: waits for each (bounded by `deadline`) when
     /// `wait` is set, else looks once. Returns the ones that are still there.
-    pub async fn finish_deletes(
+    pub async fn finish(
         &self,
         wait: bool,
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Vec<TaskRef> {
-        let pending = self.deletes.take();
+        let c = &*self.cluster;
+        let pending = self.tracker.take();
         let mut still = Vec::new();
         for p in pending {
             let gone = |o: Option<&Value>| match o {
@@ -201,10 +213,10 @@ impl ClusterRunner {
                 Some(_) => None,
             };
             let current = match watch::get(
-                &self.client,
+                &c.client,
                 &p.collection,
                 &p.task.object.name,
-                self.options.request_timeout,
+                c.options.request_timeout,
             )
             .await
             {
@@ -217,7 +229,7 @@ impl ClusterRunner {
             let done = if wait {
                 matches!(
                     watch::watch_until(
-                        &self.client,
+                        &c.client,
                         &p.collection,
                         &p.task.object.name,
                         current,
@@ -232,8 +244,7 @@ impl ClusterRunner {
                 gone(current.as_ref()).is_some()
             };
             if done {
-                self.emitter
-                    .emit(EventKind::DeleteConfirmed { task: p.task });
+                c.emitter.emit(EventKind::DeleteConfirmed { task: p.task });
             } else {
                 still.push(p.task);
             }

@@ -1,44 +1,66 @@
 //! The actions: what one task does to the cluster. [`ClusterRunner`] is the engine's
-//! [`TaskRunner`]: it resolves each manifest's kind, sends requests with retries, and
-//! dispatches on the task's action to its module:
+//! [`TaskRunner`]; it holds the [`ClusterHandle`] and one value per action and per wait, and
+//! only dispatches: an apply or create-only task resolves where it writes (in the handle),
+//! writes with the strategy's action, and a written CRD then goes through the CRD wait; a
+//! delete or wait task goes to its action; a task that failed on a namespace this plan is
+//! still creating goes through the namespace wait and is tried once more.
 //!
-//! - [`apply`]: server-side apply, create-only, and the wait for a CRD to be `Established`;
-//! - [`cvo`]: the apply action in the default `cvo` strategy (GET, the CVO's merge, UPDATE);
-//! - [`delete`]: deletes and the tracking of deletions held by finalizers (its state, the
-//!   deletions in progress, is its own `DeleteTracker`);
-//! - [`operator_wait`]: the ClusterOperator wait and the precreation pass (its state, the
-//!   operators read by precreation, is its own `OperatorSnapshots`).
+//! - [`handle`]: [`ClusterHandle`], what every action reads (client, plan, discovery, event
+//!   emitter, options, baseline, which task defines which CRD) and the request helpers
+//!   (retries, warnings, kind resolution with the wait for a CRD this plan still has to
+//!   establish);
+//! - [`apply`]: [`ServerSideApply`], the apply action of the `server-side` strategy, and
+//!   [`CreateOnly`], the create-only action of both strategies;
+//! - [`cvo`]: [`CvoApply`], the apply action of the default `cvo` strategy (GET, the CVO's
+//!   merge, UPDATE);
+//! - [`crd_wait`]: [`CrdWait`], the wait for a written CRD to be `Established`, after which
+//!   its kinds are served;
+//! - [`delete`]: [`Delete`], deletes and the [`DeleteTracker`] of deletions held by
+//!   finalizers, checked at the end of the run;
+//! - [`operator_wait`]: [`OperatorWait`], the ClusterOperator wait, the precreation pass when
+//!   a node starts, and its [`OperatorSnapshots`];
+//! - [`namespace_wait`]: [`NamespaceWait`], the retry of a task whose namespace a Namespace
+//!   task of this plan is still creating.
 //!
-//! The runner itself holds only what every action reads: the client, the plan, discovery,
-//! the event emitter, the options, the baseline and which task defines which CRD.
-//!
-//! Two cross-task waits live here: a kind whose CRD this plan still has to establish
-//! ([`ClusterRunner::served_for`]) and a namespace a Namespace task of this plan still has to
-//! create (the retry in `run_task`).
+//! [`CrdWait`]: crd_wait::CrdWait
+//! [`CreateOnly`]: apply::CreateOnly
+//! [`CvoApply`]: cvo::CvoApply
+//! [`Delete`]: delete::Delete
+//! [`DeleteTracker`]: delete::DeleteTracker
+//! [`NamespaceWait`]: namespace_wait::NamespaceWait
+//! [`OperatorSnapshots`]: operator_wait::OperatorSnapshots
+//! [`OperatorWait`]: operator_wait::OperatorWait
+//! [`ServerSideApply`]: apply::ServerSideApply
 
 pub mod apply;
+pub mod crd_wait;
 pub mod cvo;
 pub mod delete;
+pub mod handle;
+pub mod namespace_wait;
 pub mod operator_wait;
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use serde_json::Value;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use self::delete::DeleteTracker;
-use self::operator_wait::OperatorSnapshots;
+use self::apply::{CreateOnly, ServerSideApply};
+use self::crd_wait::CrdWait;
+use self::cvo::CvoApply;
+use self::delete::Delete;
+pub use self::handle::ClusterHandle;
+use self::namespace_wait::NamespaceWait;
+use self::operator_wait::OperatorWait;
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult, TaskRunner};
-use crate::apply::events::{Emitter, EventKind, Outcome, TaskRef};
-use crate::cluster::discovery::{Discovery, Resolved, crd_group_kind};
-use crate::cluster::request::{self, RequestError, Response};
-use crate::cluster::retry::{self, RetryPolicy};
-use crate::plan::{Action, Mode, Plan, Task};
+use crate::apply::events::{Outcome, TaskRef};
+use crate::cluster::request;
+use crate::cluster::retry::RetryPolicy;
+use crate::plan::{Action, Mode, Task};
 
 /// Settings of the cluster runner.
 #[derive(Debug, Clone)]
@@ -104,228 +126,46 @@ pub struct Baseline {
     pub server_time: Option<Timestamp>,
 }
 
-/// Whether a kind is served.
-pub(crate) enum Served {
-    /// Yes.
-    Yes(Resolved),
-    /// No; `crd_task` is the task of this plan whose CRD defines it, if any.
-    No { crd_task: Option<usize> },
-}
-
-/// The cluster task runner.
+/// The engine's [`TaskRunner`] against a cluster: the handle and one value per action.
 pub struct ClusterRunner {
-    pub(crate) client: Client,
-    pub(crate) plan: Arc<Plan>,
-    pub(crate) discovery: Arc<Discovery>,
-    pub(crate) emitter: Emitter,
-    pub(crate) options: RunnerOptions,
-    pub(crate) baseline: Baseline,
-    /// `(group, kind)` → the CRD task of this plan that defines it.
-    pub(crate) crd_tasks: HashMap<(String, String), usize>,
-    /// The wait action's state: ClusterOperators read by the precreation pass.
-    snapshots: OperatorSnapshots,
-    /// The delete action's state: deletions requested but not yet seen to finish.
-    deletes: DeleteTracker,
-    /// Tasks that have finished (see [`ClusterRunner::namespace_coming`]).
-    finished: tokio::sync::watch::Sender<std::collections::HashSet<usize>>,
+    cluster: Arc<ClusterHandle>,
+    server_side: ServerSideApply,
+    cvo: CvoApply,
+    create_only: CreateOnly,
+    crds: CrdWait,
+    delete: Delete,
+    operator_wait: OperatorWait,
+    namespaces: NamespaceWait,
 }
 
 impl ClusterRunner {
-    /// A runner for `plan`.
+    /// A runner over `cluster`, with every action's state empty.
     #[must_use]
-    pub fn new(
-        client: Client,
-        plan: Arc<Plan>,
-        discovery: Arc<Discovery>,
-        emitter: Emitter,
-        options: RunnerOptions,
-        baseline: Baseline,
-    ) -> Self {
-        let crd_tasks = plan
-            .tasks
-            .iter()
-            .filter(|t| t.manifest.is_crd() && t.action != Action::Skip)
-            .filter_map(|t| crd_group_kind(&t.manifest.object).map(|gk| (gk, t.id)))
-            .collect();
+    pub fn new(cluster: ClusterHandle) -> Self {
+        let cluster = Arc::new(cluster);
         ClusterRunner {
-            client,
-            discovery,
-            emitter,
-            options,
-            baseline,
-            crd_tasks,
-            snapshots: OperatorSnapshots::default(),
-            deletes: DeleteTracker::default(),
-            finished: tokio::sync::watch::Sender::new(std::collections::HashSet::new()),
-            plan,
+            server_side: ServerSideApply::new(cluster.clone()),
+            cvo: CvoApply::new(cluster.clone()),
+            create_only: CreateOnly::new(cluster.clone()),
+            crds: CrdWait::new(cluster.clone()),
+            delete: Delete::new(cluster.clone()),
+            operator_wait: OperatorWait::new(cluster.clone()),
+            namespaces: NamespaceWait::new(cluster.clone()),
+            cluster,
         }
     }
 
-    pub(crate) fn task(&self, t: &TaskRef) -> &Task {
-        &self.plan.tasks[t.id]
-    }
-
-    /// Resolves the kind of a task's manifest.
-    pub(crate) async fn served(&self, task: &Task) -> Result<Served, RequestError> {
-        let m = &task.manifest;
-        self.served_kind(&m.id.group, m.version(), &m.id.kind).await
-    }
-
-    pub(crate) async fn served_kind(
+    /// Checks the deletions still in progress at the end of the run (see
+    /// [`Delete::finish`]); returns the ones that are still there.
+    pub async fn finish_deletes(
         &self,
-        group: &str,
-        version: &str,
-        kind: &str,
-    ) -> Result<Served, RequestError> {
-        Ok(match self.discovery.resolve(group, version, kind).await? {
-            Some(r) => Served::Yes(r),
-            None => Served::No {
-                crd_task: self
-                    .crd_tasks
-                    .get(&(group.to_string(), kind.to_string()))
-                    .copied(),
-            },
-        })
-    }
-
-    /// [`ClusterRunner::served_kind`] for `task`, but when the kind's CRD is in this plan and
-    /// not ordered after `task` (initializing mode runs every run-level in parallel, and the
-    /// components of one run-level are parallel in every mode), wait until that CRD is
-    /// established, bounded by the CRD timeout, instead of failing at once. The CVO gets
-    /// there by retrying the task (cvo.md §4.3); a CRD that the plan runs only after `task`
-    /// cannot come in time, so that still fails at once.
-    pub(crate) async fn served_for(
-        &self,
-        task: &Task,
-        group: &str,
-        version: &str,
-        kind: &str,
+        wait: bool,
+        deadline: Instant,
         cancel: &CancellationToken,
-    ) -> Result<Served, RequestError> {
-        let deadline = tokio::time::Instant::now() + self.options.crd_timeout;
-        loop {
-            let mut changes = self.discovery.changes();
-            let served = self.served_kind(group, version, kind).await?;
-            let Served::No { crd_task: Some(c) } = served else {
-                return Ok(served);
-            };
-            if self.options.dry_run || self.plan.runs_before(task.id, c) {
-                return Ok(served);
-            }
-            tokio::select! {
-                r = changes.changed() => if r.is_err() { return Ok(served) },
-                () = tokio::time::sleep_until(deadline) => return Ok(served),
-                () = cancel.cancelled() => return Ok(served),
-            }
-        }
+    ) -> Vec<TaskRef> {
+        self.delete.finish(wait, deadline, cancel).await
     }
 
-    /// The namespace to use for a task's object.
-    pub(crate) fn namespace_for(&self, task: &Task, resolved: &Resolved) -> Option<String> {
-        resolved.namespaced.then(|| {
-            task.manifest
-                .id
-                .namespace
-                .clone()
-                .unwrap_or_else(|| self.client.default_namespace().to_string())
-        })
-    }
-
-    /// The error for a kind the server does not serve.
-    pub(crate) fn not_served_error(&self, task: &Task, crd_task: Option<usize>) -> TaskError {
-        let m = &task.manifest;
-        let what = format!("{} {}", m.api_version, m.id.kind);
-        let msg = match crd_task {
-            Some(c) => format!(
-                "the server does not serve {what}; its CRD is in this payload ({}) but has \
-                 not been established before this task",
-                self.plan.tasks[c].manifest.label()
-            ),
-            None => format!(
-                "the server does not serve {what} (no match for the kind)\nhint: is its \
-                 CustomResourceDefinition installed, and its API service available?"
-            ),
-        };
-        TaskError::failed(msg, 1)
-    }
-
-    /// Sends a request built by `build` with retries, emitting retry and warning events.
-    /// `fresh_kind` makes a 404 transient for a few tries (a kind whose CRD this run just
-    /// established may take a moment to be served).
-    pub(crate) async fn call(
-        &self,
-        ctx: &TaskContext,
-        fresh_kind: bool,
-        build: impl Fn() -> Result<http::Request<Vec<u8>>, RequestError>,
-    ) -> Result<(Response, u32), TaskError> {
-        self.call_with(ctx, fresh_kind, || {
-            let req = build();
-            async move { request::send(&self.client, req?, self.options.request_timeout).await }
-        })
-        .await
-    }
-
-    /// [`ClusterRunner::call`] with any operation.
-    pub(crate) async fn call_with<T, F, Fut>(
-        &self,
-        ctx: &TaskContext,
-        fresh_kind: bool,
-        op: F,
-    ) -> Result<(T, u32), TaskError>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, RequestError>>,
-    {
-        let result = retry::retry(
-            &self.options.retry,
-            &ctx.cancel,
-            |e, attempt| fresh_kind && e.is(404) && attempt < 5,
-            |n, delay, e| {
-                self.emitter.emit(EventKind::Retrying {
-                    task: ctx.task.clone(),
-                    retry: n,
-                    delay,
-                    error: e.to_string(),
-                });
-            },
-            op,
-        )
-        .await;
-        result.map_err(|x| {
-            if x.cancelled {
-                TaskError::interrupted(format!("stopped while retrying: {}", x.error))
-            } else if x.attempts > 1 {
-                TaskError::from_request(
-                    format!("{} (gave up after {} attempts)", x.error, x.attempts),
-                    x.attempts,
-                    x.error,
-                )
-            } else {
-                TaskError::from_request(x.error.to_string(), x.attempts, x.error)
-            }
-        })
-    }
-
-    /// Emits the response's warnings.
-    pub(crate) fn warnings(&self, ctx: &TaskContext, response: &Response) {
-        for w in &response.warnings {
-            self.emitter.emit(EventKind::Warning {
-                task: Some(ctx.task.clone()),
-                message: w.clone(),
-            });
-        }
-    }
-
-    /// Records that a task of `node` changed the cluster: the node's ClusterOperator
-    /// snapshots are stale from now on.
-    pub(crate) fn changed(&self, node: usize, outcome: Outcome) {
-        if outcome.changed() {
-            self.snapshots.invalidate(node);
-        }
-    }
-}
-
-impl ClusterRunner {
     async fn run_action(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
         // The CVO checks the delete annotation before anything else (ClusterOperators have
         // no delete handling): a value other than "true" fails the task, nothing is applied.
@@ -339,71 +179,43 @@ impl ClusterRunner {
             ));
         }
         match task.action {
-            Action::Apply => self.apply(ctx, task).await,
-            Action::CreateOnly => self.create_only(ctx, task).await,
-            Action::Delete => self.delete(ctx, task).await,
-            Action::Wait => self.wait_operator(ctx, task).await,
+            Action::Apply | Action::CreateOnly => {
+                let target = match self.cluster.write_target(ctx, task).await? {
+                    Ok(target) => target,
+                    Err(done) => return Ok(done),
+                };
+                let collection = target.collection.clone();
+                let (done, written) = match (&task.action, self.cluster.options.strategy) {
+                    (Action::CreateOnly, _) => self.create_only.create(ctx, target).await,
+                    (_, ApplyStrategy::Cvo) => self.cvo.apply(ctx, task, target).await,
+                    (_, ApplyStrategy::ServerSide) => {
+                        self.server_side.apply(ctx, task, target).await
+                    }
+                }?;
+                if let Some(crd) = written.filter(|_| task.manifest.is_crd()) {
+                    let name = &task.manifest.id.name;
+                    self.crds.established(ctx, name, &collection, crd).await?;
+                }
+                Ok(done)
+            }
+            Action::Delete => self.delete.delete(ctx, task).await,
+            Action::Wait => self.operator_wait.wait(ctx, task).await,
             Action::Skip => Ok(Done::new(Outcome::Skipped).attempts(0)),
-        }
-    }
-
-    /// When `error` says (in the server's `Status` details) that the task's namespace does
-    /// not exist and a Namespace task of this plan creates it without being ordered after the
-    /// task (initializing mode runs every run-level in parallel), that Namespace task: the
-    /// task is worth trying again once it has finished. The CVO gets there by retrying the
-    /// task (cvo.md §4.3).
-    fn namespace_coming(&self, task: &Task, error: &TaskError) -> Option<usize> {
-        let ns = task.manifest.id.namespace.as_deref()?;
-        let missing = error
-            .cause
-            .as_ref()
-            .and_then(RequestError::missing_namespace);
-        if self.options.dry_run || missing != Some(ns) {
-            return None;
-        }
-        self.plan
-            .tasks
-            .iter()
-            .find(|t| {
-                t.id != task.id
-                    && matches!(t.action, Action::Apply | Action::CreateOnly)
-                    && t.manifest.id.group.is_empty()
-                    && t.manifest.id.kind == "Namespace"
-                    && t.manifest.id.name == ns
-                    && !self.plan.runs_before(task.id, t.id)
-            })
-            .map(|t| t.id)
-    }
-
-    /// Waits until task `id` has finished (bounded by the CRD timeout); `false` when it did
-    /// not in time or the run stops.
-    async fn wait_finished(&self, id: usize, cancel: &CancellationToken) -> bool {
-        let mut rx = self.finished.subscribe();
-        let deadline = tokio::time::Instant::now() + self.options.crd_timeout;
-        loop {
-            if rx.borrow_and_update().contains(&id) {
-                return true;
-            }
-            tokio::select! {
-                r = rx.changed() => if r.is_err() { return false },
-                () = tokio::time::sleep_until(deadline) => return false,
-                () = cancel.cancelled() => return false,
-            }
         }
     }
 }
 
 impl TaskRunner for ClusterRunner {
     async fn start_node(&self, node: usize, tasks: &[usize]) {
-        self.precreate_operators(node, tasks).await;
+        self.operator_wait.precreate(node, tasks).await;
     }
 
     async fn run_task(&self, ctx: TaskContext) -> TaskResult {
-        let task = self.task(&ctx.task);
+        let task = self.cluster.task(&ctx.task);
         let mut result = self.run_action(&ctx, task).await;
         if let Err(e) = &result
-            && let Some(ns_task) = self.namespace_coming(task, e)
-            && self.wait_finished(ns_task, &ctx.cancel).await
+            && let Some(ns_task) = self.namespaces.coming(task, e)
+            && self.namespaces.wait_finished(ns_task, &ctx.cancel).await
         {
             let before = e.attempts;
             result = self.run_action(&ctx, task).await.map(|mut d| {
@@ -411,11 +223,11 @@ impl TaskRunner for ClusterRunner {
                 d
             });
         }
-        self.finished.send_modify(|done| {
-            done.insert(ctx.task.id);
-        });
-        if let Ok(done) = &result {
-            self.changed(ctx.task.node, done.outcome);
+        self.namespaces.finished(ctx.task.id);
+        if let Ok(done) = &result
+            && done.outcome.changed()
+        {
+            self.operator_wait.node_changed(ctx.task.node);
         }
         result
     }

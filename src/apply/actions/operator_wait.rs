@@ -1,5 +1,6 @@
-//! ClusterOperator tasks: precreation when a node starts, then a watch until the operator is
-//! done by the CVO's rule ([`crate::clusteroperator::health`]).
+//! The ClusterOperator wait ([`OperatorWait`]): precreation when a node starts, then a watch
+//! until the operator is done by the CVO's rule ([`crate::clusteroperator::health`]). The
+//! states read by precreation are the action's own [`OperatorSnapshots`].
 //!
 //! - Precreation (cvo.md §4.3): when a node starts, each ClusterOperator of the node that does
 //!   not exist is created from its manifest without `status`, then the manifest's
@@ -18,13 +19,14 @@
 //!   been deleted`), which the ClusterVersion recorder turns into Failing and Progressing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use serde_json::Value;
 
-use super::{ClusterRunner, Served};
+use super::handle::{ClusterHandle, Served, not_served_yet};
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
 use crate::apply::events::{EventKind, Outcome};
 use crate::cluster::body;
@@ -53,7 +55,7 @@ fn format_duration(d: Duration) -> String {
 /// to start from; dropped when a later task of the node changes something (the operator may
 /// react to it). Owned by the wait action.
 #[derive(Debug, Default)]
-pub(crate) struct OperatorSnapshots {
+pub struct OperatorSnapshots {
     by_node: std::sync::Mutex<HashMap<usize, HashMap<usize, Option<Value>>>>,
 }
 
@@ -82,9 +84,31 @@ impl OperatorSnapshots {
     }
 }
 
-impl ClusterRunner {
+/// The ClusterOperator wait action, its precreation pass and the states that pass read.
+pub struct OperatorWait {
+    cluster: Arc<ClusterHandle>,
+    snapshots: OperatorSnapshots,
+}
+
+impl OperatorWait {
+    /// The action, over `cluster`, with no state read yet.
+    #[must_use]
+    pub fn new(cluster: Arc<ClusterHandle>) -> Self {
+        OperatorWait {
+            cluster,
+            snapshots: OperatorSnapshots::default(),
+        }
+    }
+
+    /// A task of `node` changed the cluster: the states precreation read for the node's
+    /// waits are stale.
+    pub(crate) fn node_changed(&self, node: usize) {
+        self.snapshots.invalidate(node);
+    }
+
     async fn operator_kind(&self, task: &Task) -> Option<Resolved> {
         match self
+            .cluster
             .served_kind(GROUP, task.manifest.version(), "ClusterOperator")
             .await
         {
@@ -104,18 +128,20 @@ impl ClusterRunner {
         resolved: &Resolved,
     ) -> Result<Value, RequestError> {
         let body = body::request_body(&cvo::precreate::created_object(&task.manifest.object), None);
-        let mut params = PatchParams::apply(&self.options.field_manager).force();
-        if self.options.dry_run {
+        let mut params = PatchParams::apply(&self.cluster.options.field_manager).force();
+        if self.cluster.options.dry_run {
             params = params.dry_run();
         }
         let req = Request::new(resolved.url_path(None))
             .patch(&task.manifest.id.name, &params, &Patch::Apply(&body))
             .map_err(|e| RequestError::Build(e.to_string()))?;
-        Ok(
-            request::send(&self.client, req, self.options.request_timeout)
-                .await?
-                .body,
+        Ok(request::send(
+            &self.cluster.client,
+            req,
+            self.cluster.options.request_timeout,
         )
+        .await?
+        .body)
     }
 
     /// After a real create, the CVO copies the manifest's `status.relatedObjects` into the new
@@ -131,7 +157,7 @@ impl ClusterRunner {
         };
         let name = &task.manifest.id.name;
         let params = PatchParams {
-            field_manager: Some(self.options.field_manager.clone()),
+            field_manager: Some(self.cluster.options.field_manager.clone()),
             ..PatchParams::default()
         };
         let patch = serde_json::json!({ "status": status });
@@ -139,7 +165,14 @@ impl ClusterRunner {
             .patch_subresource("status", name, &params, &Patch::Merge(&patch))
             .map_err(|e| RequestError::Build(e.to_string()));
         let sent = match req {
-            Ok(req) => request::send(&self.client, req, self.options.request_timeout).await,
+            Ok(req) => {
+                request::send(
+                    &self.cluster.client,
+                    req,
+                    self.cluster.options.request_timeout,
+                )
+                .await
+            }
             Err(e) => Err(e),
         };
         match sent {
@@ -166,23 +199,23 @@ impl ClusterRunner {
                 name,
                 &task.manifest.path(),
                 ctx.task.id + 1,
-                self.plan.tasks.len(),
+                self.cluster.plan.tasks.len(),
             );
             let mut e = cvo::error::task_error(&label, ApiErrorClass::NotFound, "not found");
             e.name.clone_from(name);
             return Some(e);
         };
         let expected = cvo::health::versions(&task.manifest.object);
-        cvo::health::check_operator(name, &expected, live, self.options.mode).filter(|e| {
-            !(self.options.mode == Mode::Initializing
+        cvo::health::check_operator(name, &expected, live, self.cluster.options.mode).filter(|e| {
+            !(self.cluster.options.mode == Mode::Initializing
                 && e.effect == Some(cvo::error::Effect::Report))
         })
     }
 
     /// The precreation pass of a node.
-    pub(crate) async fn precreate_operators(&self, node: usize, tasks: &[usize]) {
+    pub(crate) async fn precreate(&self, node: usize, tasks: &[usize]) {
         for &t in tasks {
-            let task = &self.plan.tasks[t];
+            let task = &self.cluster.plan.tasks[t];
             if task.action != Action::Wait {
                 continue;
             }
@@ -191,15 +224,15 @@ impl ClusterRunner {
             };
             let name = &task.manifest.id.name;
             let state = match watch::get(
-                &self.client,
+                &self.cluster.client,
                 &resolved.url_path(None),
                 name,
-                self.options.request_timeout,
+                self.cluster.options.request_timeout,
             )
             .await
             {
                 Ok(Some(live)) => Some(live),
-                Ok(None) if self.options.dry_run => None,
+                Ok(None) if self.cluster.options.dry_run => None,
                 Ok(None) => match self.create_operator(task, &resolved).await {
                     Ok(created) => Some(self.write_related_objects(task, &resolved, created).await),
                     Err(e) => {
@@ -217,7 +250,7 @@ impl ClusterRunner {
     }
 
     /// The wait action.
-    pub(crate) async fn wait_operator(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
+    pub(crate) async fn wait(&self, ctx: &TaskContext, task: &Task) -> TaskResult {
         let name = task.manifest.id.name.as_str();
         let want = operator::wanted_versions(&task.manifest.object);
         if want.is_empty() {
@@ -230,6 +263,7 @@ impl ClusterRunner {
             ));
         }
         let resolved = match self
+            .cluster
             .served_for(
                 task,
                 GROUP,
@@ -243,41 +277,22 @@ impl ClusterRunner {
             _ => None,
         };
         let Some(resolved) = resolved else {
-            if self.options.dry_run
-                && self
-                    .crd_tasks
-                    .contains_key(&(GROUP.into(), "ClusterOperator".into()))
-            {
-                return Ok(Done::new(Outcome::NotServed)
-                    .attempts(0)
-                    .detail("type not served yet (CRD created by this plan)"));
+            let crd_task = self.cluster.crd_task(GROUP, "ClusterOperator");
+            if self.cluster.options.dry_run && crd_task.is_some() {
+                return Ok(not_served_yet().attempts(0));
             }
-            return Err(self.not_served_error(
-                task,
-                self.crd_tasks
-                    .get(&(GROUP.into(), "ClusterOperator".into()))
-                    .copied(),
-            ));
+            return Err(self.cluster.not_served_error(task, crd_task));
         };
         let collection = resolved.url_path(None);
         let snapshot = self.snapshots.take(ctx.task.node, ctx.task.id);
         let (initial, attempts) = match snapshot {
             Some(s) => (s, 0),
             None => {
-                let (live, attempts) = self
-                    .call_with(ctx, false, || {
-                        watch::get(
-                            &self.client,
-                            &collection,
-                            name,
-                            self.options.request_timeout,
-                        )
-                    })
-                    .await?;
+                let (live, attempts) = self.cluster.get_live(ctx, false, &collection, name).await?;
                 let live = match live {
                     Some(l) => Some(l),
                     // Deleted since precreation (or precreation failed): create it again.
-                    None if !self.options.dry_run => {
+                    None if !self.cluster.options.dry_run => {
                         self.create_operator(task, &resolved).await.ok()
                     }
                     None => None,
@@ -285,7 +300,7 @@ impl ClusterRunner {
                 (live, attempts)
             }
         };
-        let mode = self.options.mode;
+        let mode = self.cluster.options.mode;
         let first = operator::health(initial.as_ref(), &want, mode);
         if first.done {
             let mut done = Done::new(Outcome::Waited).attempts(attempts);
@@ -297,14 +312,14 @@ impl ClusterRunner {
             }
             return Ok(done);
         }
-        if self.options.dry_run {
+        if self.cluster.options.dry_run {
             return Ok(Done::new(Outcome::WouldWait)
                 .attempts(attempts)
                 .detail(format!("would wait: {}", first.blocking.join("; "))));
         }
         let started = tokio::time::Instant::now();
         let mut last_error = self.cvo_error(ctx, task, initial.as_ref());
-        self.emitter.emit(EventKind::WaitStarted {
+        self.cluster.emitter.emit(EventKind::WaitStarted {
             task: ctx.task.clone(),
             operator: name.to_string(),
             blocking: first.blocking.clone(),
@@ -312,11 +327,11 @@ impl ClusterRunner {
         });
         let mut last: Health = first;
         let end = watch::watch_until(
-            &self.client,
+            &self.cluster.client,
             &collection,
             name,
             initial,
-            started + self.options.wait_timeout,
+            started + self.cluster.options.wait_timeout,
             &ctx.cancel,
             |live| {
                 let h = operator::health(live, &want, mode);
@@ -325,7 +340,7 @@ impl ClusterRunner {
                 }
                 let error = self.cvo_error(ctx, task, live);
                 if h.blocking != last.blocking || error != last_error {
-                    self.emitter.emit(EventKind::WaitProgress {
+                    self.cluster.emitter.emit(EventKind::WaitProgress {
                         task: ctx.task.clone(),
                         operator: name.to_string(),
                         blocking: h.blocking.clone(),
@@ -341,7 +356,7 @@ impl ClusterRunner {
         match end {
             WatchEnd::Done(h) => {
                 let waited = started.elapsed();
-                self.emitter.emit(EventKind::WaitDone {
+                self.cluster.emitter.emit(EventKind::WaitDone {
                     task: ctx.task.clone(),
                     operator: name.to_string(),
                     waited,
@@ -360,7 +375,7 @@ impl ClusterRunner {
                 Err(TaskError::failed(
                     format!(
                         "clusteroperator {name} is not done after --wait-timeout {}: {}",
-                        format_duration(self.options.wait_timeout),
+                        format_duration(self.cluster.options.wait_timeout),
                         h.blocking.join("; ")
                     ),
                     attempts,

@@ -1,0 +1,186 @@
+use super::*;
+
+fn parse(text: &str) -> Result<Vec<Manifest>, LoadError> {
+    parse_file(
+        Source::ReleaseManifests,
+        "f.yaml",
+        "release-manifests/f.yaml",
+        text,
+    )
+}
+
+#[test]
+fn yaml_1_1_octal_and_booleans_read_like_kubectl() {
+    let m = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {}\nmode: 0644\nflag: on\nver: 4.10\n").unwrap();
+    assert_eq!(m[0].object["mode"], serde_json::json!(420));
+    assert_eq!(m[0].object["flag"], serde_json::json!(true));
+    assert_eq!(m[0].object["ver"], serde_json::json!(4.1));
+}
+
+#[test]
+fn empty_and_null_documents_are_skipped() {
+    let text = "# header\n---\n---\nnull\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n\n";
+    let m = parse(text).unwrap();
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].document, 0);
+    assert_eq!(m[0].line, 6);
+}
+
+#[test]
+fn json_stream_is_read() {
+    let text = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\"}}";
+    let m = parse(text).unwrap();
+    assert_eq!(m.len(), 2);
+    assert_eq!(m[1].line, 2);
+    assert_eq!(m[1].id.name, "b");
+}
+
+#[test]
+fn malformed_yaml_names_document_and_line() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n";
+    let e = parse(text).unwrap_err();
+    let LoadError::Syntax { document, line, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*document, 1);
+    assert!(*line >= 6, "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("release-manifests/f.yaml: document 1 (line "),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_kind_is_rejected_with_exact_text() {
+    let e = parse("apiVersion: v1\nmetadata:\n  name: a\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/f.yaml: document 0 (line 1): object has no kind: must contain kubernetes required fields apiVersion, kind and metadata.name"
+    );
+}
+
+#[test]
+fn missing_name_is_rejected_with_exact_text() {
+    let e = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/f.yaml: document 0 (line 1): object has no metadata.name: must contain kubernetes required fields apiVersion, kind and metadata.name"
+    );
+}
+
+#[test]
+fn duplicate_object_in_one_file_is_rejected_with_exact_text() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns1}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns1}\n";
+    let e = parse(text).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/f.yaml: document 1 (line 5): duplicate object ConfigMap ns1/a, first defined in document 0 (line 1)"
+    );
+}
+
+#[test]
+fn duplicate_mapping_key_is_rejected() {
+    let e =
+        parse("apiVersion: v1\nkind: ConfigMap\nkind: Secret\nmetadata: {name: a}\n").unwrap_err();
+    assert!(matches!(e, LoadError::Syntax { line: 3, .. }), "{e}");
+}
+
+#[test]
+fn scalar_document_is_rejected() {
+    let e = parse("just a string\n").unwrap_err();
+    assert!(e.to_string().contains("found a string"), "{e}");
+}
+
+#[test]
+fn non_string_annotation_is_rejected() {
+    let e = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    release.openshift.io/delete: true\n").unwrap_err();
+    assert!(
+        e.to_string().contains("must be a string, found a boolean"),
+        "{e}"
+    );
+}
+#[test]
+fn null_document_does_not_shift_the_document_index() {
+    let text = "---\nnull\n---\n# only a comment\n---\napiVersion: v1\nkind: [x\n";
+    let e = parse(text).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LoadError::Syntax {
+                document: 0,
+                line: 7,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn error_on_a_separator_names_the_document_it_starts() {
+    assert_eq!(document_at_line("a: 1\n---\nb: 2\n", 2), 1);
+    assert_eq!(document_at_line("---\n---\nb: 2\n", 2), 0);
+}
+
+#[test]
+fn duplicate_mapping_key_message_is_for_people_not_library_users() {
+    let e =
+        parse("apiVersion: v1\nkind: ConfigMap\nkind: Secret\nmetadata: {name: a}\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/f.yaml: document 0 (line 3): invalid YAML: duplicate mapping key \"kind\" (column 1)\nhint: the CVO would silently keep the last value; remove the other one"
+    );
+}
+
+#[test]
+fn alias_bomb_is_stopped_and_named() {
+    let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+    text.push_str("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+    for (prev, cur) in "abcdefghi".chars().zip("bcdefghij".chars()) {
+        let refs = vec![format!("*{prev}"); 10].join(", ");
+        text.push_str(&format!("{cur}: &{cur} [{refs}]\n"));
+    }
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains("aliases expand to too much data"), "{e}");
+    assert!(e.contains("hint: YAML aliases"), "{e}");
+}
+
+#[test]
+fn object_larger_than_the_apiserver_accepts_is_rejected() {
+    let big = "a".repeat(MAX_OBJECT_BYTES);
+    let e = parse(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{x: {big}}}\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "release-manifests/f.yaml: document 0 (line 1): object is larger than 3 MiB as JSON, more than the kube-apiserver accepts in one request"
+    );
+    let fits = "a".repeat(MAX_OBJECT_BYTES - 200);
+    parse(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{x: {fits}}}\n"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn non_string_label_is_rejected() {
+    let e = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {tier: 1}\n")
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("label \"tier\" must be a string, found a number"),
+        "{e}"
+    );
+}
+
+#[test]
+fn deep_json_is_named_for_people() {
+    let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+    let e = parse(&deep).unwrap_err().to_string();
+    assert!(
+        e.ends_with("invalid JSON: nested too deeply (at most 128 levels) (column 132)"),
+        "{e}"
+    );
+}
