@@ -5,9 +5,11 @@
 //! that touches what the pod lost:
 //!
 //! - a missing dependency: the delete of that ConfigMap, Secret or ServiceAccount;
-//! - a refused request or a lost right: a write of the pod's ServiceAccount, of a binding (of
+//! - a refused request or a lost right: a delete of the pod's ServiceAccount, of a binding (of
 //!   either payload) whose subjects name the ServiceAccount or one of its groups, or of a role
-//!   such a binding refers to;
+//!   such a binding refers to; or an apply of such a binding or role that grants less than the
+//!   previous payload's (a role that lost a right, a binding that dropped the account or
+//!   refers to another role);
 //! - a generation that started without a right: the write of its workload (the template that
 //!   switched the ServiceAccount or was rolled out before its rights).
 
@@ -19,7 +21,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::checks::Check;
-use super::timeline::{Timeline, TimelineAction};
+use super::timeline::{Phase, Timeline, TimelineAction, TimelineEvent};
 use crate::manifest::ObjectId;
 use crate::plan::Plan;
 use crate::simulate::pods::{HarmKind, LeaseGap};
@@ -137,8 +139,41 @@ fn rights_objects(plans: &[&Plan], namespace: &str, name: &str) -> HashSet<Objec
     out
 }
 
-/// Names the cause of every harm event of `timeline` (see the module docs).
-pub fn attribute(timeline: &mut Timeline, plans: &[&Plan]) {
+/// Whether the successful write `e` can take rights from ServiceAccount `namespace/name`: a
+/// delete always can; an apply only when it replaces an object of the previous payload so that
+/// it grants less (a role whose rules lost a right, a binding that no longer names the account
+/// or refers to another role).
+fn takes_rights(e: &TimelineEvent, old: &Plan, new: &Plan, namespace: &str, name: &str) -> bool {
+    if e.action == TimelineAction::Delete {
+        return true;
+    }
+    if e.phase != Phase::Upgrade {
+        return false;
+    }
+    let Some(written) = e.task.and_then(|t| new.tasks.get(t)).map(|t| &t.manifest) else {
+        return false;
+    };
+    let Some(before) = old
+        .tasks
+        .iter()
+        .map(|t| &t.manifest)
+        .find(|m| m.id == written.id)
+    else {
+        return false;
+    };
+    match written.id.kind.as_str() {
+        "Role" | "ClusterRole" => !crate::rbac::lost_rights(before, written).is_empty(),
+        "RoleBinding" | "ClusterRoleBinding" => {
+            (binds(&before.object, namespace, name) && !binds(&written.object, namespace, name))
+                || before.object.get("roleRef") != written.object.get("roleRef")
+        }
+        _ => false,
+    }
+}
+
+/// Names the cause of every harm event of `timeline` (see the module docs); `old` and `new`
+/// are the plans of the install and the upgrade.
+pub fn attribute(timeline: &mut Timeline, old: &Plan, new: &Plan) {
     for i in 0..timeline.events.len() {
         let Some(harm) = timeline.events[i].harm.clone() else {
             continue;
@@ -147,18 +182,19 @@ pub fn attribute(timeline: &mut Timeline, plans: &[&Plan]) {
             .service_account
             .split_once('/')
             .unwrap_or(("", harm.service_account.as_str()));
-        let touched: HashSet<ObjectId> = match harm.kind {
-            HarmKind::DependencyMissing | HarmKind::StartedWithout => {
-                harm.object.iter().cloned().collect()
-            }
-            HarmKind::Refused | HarmKind::RightLost => rights_objects(plans, namespace, name),
+        let by_rights = matches!(harm.kind, HarmKind::Refused | HarmKind::RightLost);
+        let touched: HashSet<ObjectId> = if by_rights {
+            rights_objects(&[old, new], namespace, name)
+        } else {
+            harm.object.iter().cloned().collect()
         };
         let at = timeline.events[i].t;
         let cause = timeline.events[..i]
             .iter()
             .rev()
             .filter(|e| e.t <= at && (e.is_delete_issued() || e.is_apply_done()))
-            .find(|e| touched.contains(&e.object));
+            .filter(|e| touched.contains(&e.object))
+            .find(|e| !by_rights || takes_rights(e, old, new, namespace, name));
         if let Some(c) = cause {
             let text = format!("{} {}", c.action, c.object);
             let task = c.task;

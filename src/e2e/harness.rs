@@ -342,7 +342,7 @@ pub async fn upgrade(
     };
     let ended = Instant::now();
     let mut timeline = recorder.timeline();
-    super::harm::attribute(&mut timeline, &[&old_plan, &new_plan]);
+    super::harm::attribute(&mut timeline, &old_plan, &new_plan);
     let lease_gaps = pod_summary
         .iter()
         .flat_map(|s| &s.lease_gaps)

@@ -6,7 +6,8 @@
 //!   workload's strategy says ([`workload::Rollout`]); what each generation needs to exist.
 //! - [`identity`]: requests a pod sends as its ServiceAccount (impersonation), and its rights
 //!   (a SelfSubjectRulesReview as itself).
-//! - [`lease`]: leader election on a Lease named after the workload.
+//! - [`lease`]: leader election on a Lease named after the workload (the decisions), and
+//!   `elector`: one pod's election steps (the requests).
 //! - [`run`](PodSimulator): the loop. It follows the workloads, starts and stops generations
 //!   with the [`PodTimings`], records each pod's rights when it starts and reviews them again
 //!   whenever an RBAC object or ServiceAccount changes, holds and renews the leases, follows
@@ -23,6 +24,9 @@
 //! electing pod per third of the lease duration; nothing else (dependencies and workloads are
 //! followed by four list+watches, not by polling).
 
+mod elector;
+mod follow;
+mod generation;
 pub mod identity;
 pub mod lease;
 mod run;

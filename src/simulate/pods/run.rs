@@ -6,19 +6,18 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures::StreamExt as _;
-use futures::stream::{BoxStream, SelectAll};
 use kube::Client;
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::elector::{Elector, Tick};
+use super::follow::{self, Item, Watched, id_of};
+use super::generation::{Generation, Pods, State, may_lease};
 use super::identity::{Identity, Rights};
-use super::lease::{self, Step};
 use super::workload::{self, Dependency, Rollout};
-use super::{
-    Acting, HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE, Timing,
-};
-use crate::cluster::list_watch::{CollectionEvent, list_watch};
+use super::{HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE};
+use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
 use crate::manifest::ObjectId;
 use crate::rbac::{Right, describe, lost};
@@ -75,86 +74,6 @@ impl PodSimulator {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Watched {
-    Deployment,
-    DaemonSet,
-    ConfigMap,
-    Secret,
-    ServiceAccount,
-    Rbac,
-}
-
-impl Watched {
-    fn kind(self) -> &'static str {
-        match self {
-            Watched::Deployment => "Deployment",
-            Watched::DaemonSet => "DaemonSet",
-            Watched::ConfigMap => "ConfigMap",
-            Watched::Secret => "Secret",
-            Watched::ServiceAccount => "ServiceAccount",
-            Watched::Rbac => "RBAC",
-        }
-    }
-}
-
-type Item = (Watched, CollectionEvent);
-
-fn follow(client: &Client, which: Watched, path: &str) -> BoxStream<'static, Item> {
-    list_watch(client.clone(), path.to_string())
-        .map(move |e| (which, e))
-        .boxed()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Starting,
-    Running,
-    Available,
-    Stopping,
-}
-
-struct Generation {
-    pod: String,
-    hash: u64,
-    identity: Identity,
-    deps: Vec<Dependency>,
-    state: State,
-    /// When it starts running (Starting) or becomes available (Running).
-    due: Instant,
-    rights: Option<Rights>,
-    /// Dependencies seen present while it ran.
-    seen: HashSet<ObjectId>,
-    /// Harms already reported (one event per refused request or lost right set).
-    reported: HashSet<String>,
-    elects: bool,
-    leader: bool,
-    lease: Option<Value>,
-    last_renew: Option<Instant>,
-    next_lease: Instant,
-}
-
-impl Generation {
-    fn live(&self) -> bool {
-        matches!(self.state, State::Running | State::Available)
-    }
-}
-
-struct Pods {
-    id: ObjectId,
-    rollout: Rollout,
-    timing: Timing,
-    hash: Option<u64>,
-    generations: Vec<Generation>,
-    count: u32,
-    /// The rules the newest started generation had at start.
-    last_rules: Option<(String, Rights)>,
-    /// An open leaderless time: the leader that failed to renew and since when.
-    gap: Option<(String, Instant)>,
-    /// The workload as last seen.
-    live: Value,
-}
-
 struct Loop {
     client: Client,
     options: PodOptions,
@@ -166,20 +85,6 @@ struct Loop {
     present: HashSet<ObjectId>,
     rbac_due: Option<Instant>,
     summary: PodSummary,
-}
-
-fn id_of(kind: &str, o: &Value) -> ObjectId {
-    let s = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
-    ObjectId {
-        group: if matches!(kind, "Deployment" | "DaemonSet") {
-            "apps".into()
-        } else {
-            String::new()
-        },
-        kind: kind.into(),
-        namespace: s("/metadata/namespace"),
-        name: s("/metadata/name").unwrap_or_default(),
-    }
 }
 
 fn forbidden(e: &RequestError) -> bool {
@@ -218,42 +123,7 @@ impl Loop {
     }
 
     async fn run(mut self, cancel: CancellationToken) -> PodSummary {
-        let mut streams: SelectAll<BoxStream<'static, Item>> = SelectAll::new();
-        let kinds: HashSet<&str> = self.interesting.iter().map(|i| i.kind.as_str()).collect();
-        if kinds.contains("Deployment") {
-            streams.push(follow(
-                &self.client,
-                Watched::Deployment,
-                "/apis/apps/v1/deployments",
-            ));
-        }
-        if kinds.contains("DaemonSet") {
-            streams.push(follow(
-                &self.client,
-                Watched::DaemonSet,
-                "/apis/apps/v1/daemonsets",
-            ));
-        }
-        for (w, path) in [
-            (Watched::ConfigMap, "/api/v1/configmaps"),
-            (Watched::Secret, "/api/v1/secrets"),
-            (Watched::ServiceAccount, "/api/v1/serviceaccounts"),
-            (Watched::Rbac, "/apis/rbac.authorization.k8s.io/v1/roles"),
-            (
-                Watched::Rbac,
-                "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-            ),
-            (
-                Watched::Rbac,
-                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            ),
-            (
-                Watched::Rbac,
-                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-            ),
-        ] {
-            streams.push(follow(&self.client, w, path));
-        }
+        let mut streams = follow::streams(&self.client, &self.interesting);
         let mut next: Option<Instant> = None;
         loop {
             let sleep = async {
@@ -366,11 +236,7 @@ impl Loop {
 
     fn dependency_present(&mut self, id: ObjectId) {
         for p in self.pods.values_mut() {
-            for g in p.generations.iter_mut().filter(|g| g.live()) {
-                if g.deps.iter().any(|d| d.id() == id) {
-                    g.seen.insert(id.clone());
-                }
-            }
+            p.dependency_present(&id);
         }
         self.present.insert(id);
     }
@@ -379,25 +245,11 @@ impl Loop {
         if !self.present.remove(id) {
             return;
         }
-        let mut harms = Vec::new();
-        for p in self.pods.values_mut() {
-            for g in p.generations.iter_mut().filter(|g| g.live()) {
-                if !g.seen.remove(id) {
-                    continue;
-                }
-                let Some(dep) = g.deps.iter().find(|d| &d.id() == id) else {
-                    continue;
-                };
-                harms.push(PodHarm {
-                    workload: p.id.clone(),
-                    pod: g.pod.clone(),
-                    identity: g.identity.clone(),
-                    kind: HarmKind::DependencyMissing,
-                    what: format!("{} {}/{} ({})", dep.kind, dep.namespace, dep.name, dep.via),
-                    object: Some(id.clone()),
-                });
-            }
-        }
+        let harms: Vec<PodHarm> = self
+            .pods
+            .values_mut()
+            .flat_map(|p| p.dependency_gone(id))
+            .collect();
         for h in harms {
             self.harm(h);
         }
@@ -452,10 +304,7 @@ impl Loop {
             seen: HashSet::new(),
             reported: HashSet::new(),
             elects: false,
-            leader: false,
-            lease: None,
-            last_renew: None,
-            next_lease: now,
+            elector: Elector::new(now),
         });
     }
 
@@ -465,14 +314,6 @@ impl Loop {
             for g in &mut p.generations {
                 g.state = State::Stopping;
             }
-        }
-    }
-
-    fn lease_path(id: &ObjectId, name: Option<&str>) -> String {
-        let ns = id.namespace.as_deref().unwrap_or("default");
-        match name {
-            Some(n) => format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{n}"),
-            None => format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"),
         }
     }
 
@@ -494,41 +335,29 @@ impl Loop {
         let now = Instant::now();
         for g in &mut p.generations {
             if g.elects {
-                g.next_lease = g.next_lease.min(now);
+                g.elector.next = g.elector.next.min(now);
             }
         }
         let workload = p.id.clone();
         for g in stopping {
-            if g.leader
-                && let Some(l) = &g.lease
+            if let Err(e) = g
+                .elector
+                .release(&self.client, &g.identity, &workload)
+                .await
             {
-                let body = lease::released(l, lease::now_us());
-                let path = Self::lease_path(&workload, Some(&workload.name));
-                let sent = g
-                    .identity
-                    .send(&self.client, http::Method::PUT, &path, Some(&body))
-                    .await;
-                if let Err(e) = sent {
-                    // The lease stays with a pod that is gone until it expires.
-                    if let Some(p) = self.pods.get_mut(&workload)
-                        && p.gap.is_none()
-                    {
-                        p.gap = Some((g.pod.clone(), Instant::now()));
-                    }
-                    if e.is(403) {
-                        self.harm(PodHarm {
-                            workload: workload.clone(),
-                            pod: g.pod.clone(),
-                            identity: g.identity.clone(),
-                            kind: HarmKind::Refused,
-                            what: format!(
-                                "update leases.coordination.k8s.io {}/{} (releasing it on stop)",
-                                workload.namespace.as_deref().unwrap_or_default(),
-                                workload.name
-                            ),
-                            object: None,
-                        });
-                    }
+                // The lease stays with a pod that is gone until it expires.
+                if let Some(p) = self.pods.get_mut(&workload)
+                    && p.gap.is_none()
+                {
+                    p.gap = Some((g.pod.clone(), Instant::now()));
+                }
+                if forbidden(&e) {
+                    let what = format!(
+                        "update leases.coordination.k8s.io {}/{} (releasing it on stop)",
+                        workload.namespace.as_deref().unwrap_or_default(),
+                        workload.name
+                    );
+                    self.harm(g.harm(&workload, HarmKind::Refused, what, None));
                 }
             }
             if g.state != State::Starting {
@@ -578,7 +407,7 @@ impl Loop {
                     State::Available => {}
                 }
                 if g.live() && g.elects {
-                    due(g.next_lease);
+                    due(g.elector.next);
                 }
             }
         }
@@ -608,12 +437,6 @@ impl Loop {
                 }
             };
             let present = self.present.clone();
-            let lease_right = |verb: &str| Right::Resource {
-                verb: verb.into(),
-                group: "coordination.k8s.io".into(),
-                resource: "leases".into(),
-                name: Some(id.name.clone()),
-            };
             let p = self.pods.get_mut(id).expect("known workload");
             let timing = p.timing;
             let previous = p.last_rules.clone();
@@ -626,12 +449,10 @@ impl Loop {
                 .map(Dependency::id)
                 .filter(|d| present.contains(d))
                 .collect();
-            g.elects = rights.as_ref().is_some_and(|r| {
-                ["get", "update"]
-                    .iter()
-                    .all(|v| r.rules.iter().any(|rule| rule.grants(&lease_right(v))))
-            });
-            g.next_lease = now;
+            g.elects = rights
+                .as_ref()
+                .is_some_and(|r| may_lease(r, &id.name, &["get", "update"]));
+            g.elector.next = now;
             g.rights.clone_from(&rights);
             let pod = g.pod.clone();
             let started = format!("pod {pod} started (ServiceAccount {identity})");
@@ -686,116 +507,51 @@ impl Loop {
     }
 
     async fn leases_due(&mut self, id: &ObjectId, now: Instant) {
-        let period = self.options.lease_duration / 3;
         let duration = self.options.lease_duration;
         let Some(count) = self.pods.get(id).map(|p| p.generations.len()) else {
             return;
         };
         for i in 0..count {
-            let (identity, pod, leader, current) = {
-                let g = &self.pods[id].generations[i];
-                if !(g.live() && g.elects && g.next_lease <= now) {
-                    continue;
-                }
-                (g.identity.clone(), g.pod.clone(), g.leader, g.lease.clone())
-            };
-            let path = Self::lease_path(id, Some(&id.name));
-            let namespace = id.namespace.clone().unwrap_or_default();
-            let read = if leader && current.is_some() {
-                Ok(current)
-            } else {
-                match identity
-                    .send(&self.client, http::Method::GET, &path, None)
-                    .await
-                {
-                    Ok(r) => Ok(Some(r.body)),
-                    Err(e) if e.is(404) => Ok(None),
-                    Err(e) => Err(("get", e)),
-                }
-            };
-            let result = match read {
-                Err(e) => Err(e),
-                Ok(lease_now) => {
-                    match lease::decide(
-                        lease_now.as_ref(),
-                        &namespace,
-                        &id.name,
-                        &pod,
-                        duration,
-                        lease::now_us(),
-                    ) {
-                        Step::Wait { until_us, .. } => Ok((None, Some(until_us))),
-                        Step::Create(body) => identity
-                            .send(
-                                &self.client,
-                                http::Method::POST,
-                                &Self::lease_path(id, None),
-                                Some(&body),
-                            )
-                            .await
-                            .map(|r| (Some(r.body), None))
-                            .map_err(|e| ("create", e)),
-                        Step::Take(body) => identity
-                            .send(&self.client, http::Method::PUT, &path, Some(&body))
-                            .await
-                            .map(|r| (Some(r.body), None))
-                            .map_err(|e| ("update", e)),
+            let g = &mut self.pods.get_mut(id).expect("known workload").generations[i];
+            if !(g.live() && g.elects && g.elector.next <= now) {
+                continue;
+            }
+            let (identity, pod) = (g.identity.clone(), g.pod.clone());
+            let tick = g
+                .elector
+                .tick(&self.client, &identity, id, &pod, duration, now)
+                .await;
+            match tick {
+                Tick::Waits | Tick::Leads { first: false } => {}
+                Tick::Leads { first: true } => {
+                    let p = self.pods.get_mut(id).expect("known workload");
+                    if let Some((failed, from)) = p.gap.take() {
+                        self.summary.lease_gaps.push(LeaseGap {
+                            workload: id.clone(),
+                            pod: failed,
+                            from,
+                            to: Some(now),
+                        });
                     }
+                    self.pod_event(id, &pod, format!("pod {pod} leads"));
                 }
-            };
-            let p = self.pods.get_mut(id).expect("known workload");
-            let g = &mut p.generations[i];
-            g.next_lease = now + period;
-            match result {
-                Ok((Some(held), _)) => {
-                    g.lease = Some(held);
-                    g.last_renew = Some(now);
-                    if !g.leader {
-                        g.leader = true;
-                        let gap = p.gap.take();
-                        if let Some((failed, from)) = gap {
-                            self.summary.lease_gaps.push(LeaseGap {
-                                workload: id.clone(),
-                                pod: failed,
-                                from,
-                                to: Some(now),
-                            });
-                        }
-                        self.pod_event(id, &pod, format!("pod {pod} leads"));
-                    }
-                }
-                Ok((None, until)) => {
-                    g.leader = false;
-                    g.lease = None;
-                    if let Some(until_us) = until {
-                        let wait_us = (until_us - lease::now_us()).max(0);
-                        let wait =
-                            std::time::Duration::from_micros(u64::try_from(wait_us).unwrap_or(0));
-                        g.next_lease = (now + wait).min(now + period);
-                    }
-                }
-                Err((verb, e)) => {
-                    if e.is(409) {
-                        // Someone wrote the lease since it was read: read it again.
-                        g.lease = None;
-                        g.next_lease = now;
-                        continue;
-                    }
-                    let was_leader = g.leader;
-                    if was_leader
-                        && g.last_renew
-                            .is_some_and(|t| now.duration_since(t) > duration)
-                    {
-                        g.leader = false;
-                        g.lease = None;
-                    }
+                Tick::Failed { error, .. } if error.is(409) => {}
+                Tick::Failed {
+                    verb,
+                    error,
+                    was_leader,
+                    lost_lead,
+                } => {
+                    let p = self.pods.get_mut(id).expect("known workload");
                     if was_leader && p.gap.is_none() {
                         p.gap = Some((pod.clone(), now));
                     }
-                    let key = format!("refused {verb} lease");
-                    let first = forbidden(&e) && g.reported.insert(key);
-                    let lost_lead = was_leader && !g.leader;
+                    let first = forbidden(&error)
+                        && p.generations[i]
+                            .reported
+                            .insert(format!("refused {verb} lease"));
                     if first {
+                        let namespace = id.namespace.clone().unwrap_or_default();
                         self.harm(PodHarm {
                             workload: id.clone(),
                             pod: pod.clone(),
@@ -808,11 +564,12 @@ impl Loop {
                             object: Some(ObjectId {
                                 group: "coordination.k8s.io".into(),
                                 kind: "Lease".into(),
-                                namespace: Some(namespace.clone()),
+                                namespace: Some(namespace),
                                 name: id.name.clone(),
                             }),
                         });
-                    } else if !forbidden(&e) {
+                    } else if !forbidden(&error) {
+                        tracing::debug!("simulated pod {pod}: lease {verb}: {error}");
                     }
                     if lost_lead {
                         self.pod_event(id, &pod, format!("pod {pod} lost the lease"));
@@ -856,13 +613,7 @@ impl Loop {
                 .into_iter()
                 .filter(|r| g.reported.insert(format!("lost {r:?}")))
                 .collect();
-            let renew = Right::Resource {
-                verb: "update".into(),
-                group: "coordination.k8s.io".into(),
-                resource: "leases".into(),
-                name: Some(id.name.clone()),
-            };
-            if g.leader && !now.rules.iter().any(|r| r.grants(&renew)) {
+            if g.elector.leader && !may_lease(now, &id.name, &["update"]) {
                 // The leader can no longer renew: nobody leads once its lease runs out.
                 let pod = g.pod.clone();
                 if let Some(p) = self.pods.get_mut(&id)
@@ -879,14 +630,7 @@ impl Loop {
                 continue;
             };
             if !missing.is_empty() {
-                harms.push(PodHarm {
-                    workload: id.clone(),
-                    pod: g.pod.clone(),
-                    identity: identity.clone(),
-                    kind: HarmKind::RightLost,
-                    what: describe(&missing),
-                    object: None,
-                });
+                harms.push(g.harm(&id, HarmKind::RightLost, describe(&missing), None));
             }
         }
         for h in harms {
@@ -895,21 +639,7 @@ impl Loop {
     }
 
     fn publish(&self, id: &ObjectId) {
-        let acting = self.pods.get(id).and_then(|p| {
-            let live: Vec<&Generation> = p.generations.iter().filter(|g| g.live()).collect();
-            let chosen = live.iter().find(|g| g.leader).copied().or_else(|| {
-                if live.iter().any(|g| g.elects) {
-                    None
-                } else {
-                    live.last().copied()
-                }
-            })?;
-            Some(Acting {
-                pod: chosen.pod.clone(),
-                identity: chosen.identity.clone(),
-                template_hash: chosen.hash,
-            })
-        });
+        let acting = self.pods.get(id).and_then(Pods::acting);
         self.board.set(id, acting);
     }
 }
