@@ -111,3 +111,40 @@ fn lint_harm_serviceaccount_deleted_before_update() {
 fn lint_harm_binding_of_new_account_after_update() {
     check_shape(Shape::BindingAfterNewAccount);
 }
+
+/// Each OLD payload on its own, as an install, is clean: what the harmful twins report comes
+/// from the update alone.
+#[test]
+fn lint_harm_old_payloads_are_clean() {
+    for shape in Shape::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fx = harm::write(shape, dir.path(), &format!("harm-{}", shape.tag()));
+        let out = command(&["lint", "-o", "json", "--no-schema"])
+            .arg(&fx.old)
+            .output()
+            .expect("minicvo runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            shape.tag(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Switching a Deployment from `RollingUpdate` to `Recreate` takes nothing from its pods.
+#[test]
+fn lint_harm_strategy_switch_is_not_harm() {
+    for strategy in ["RollingUpdate", "Recreate"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (old, new) = harm::write_rollout(dir.path(), "rollout", strategy);
+        let (code, findings) = lint(&old, &new);
+        let wrong: Vec<&Value> = findings
+            .iter()
+            .filter(|f| HARM_RULES.contains(&rule(f)) || f["severity"] == "error")
+            .collect();
+        assert!(wrong.is_empty(), "{strategy}: {wrong:#?}");
+        assert_eq!(code, 0, "{strategy}: {findings:#?}");
+    }
+}

@@ -84,6 +84,8 @@ impl Shape {
 }
 
 /// The three payloads of one shape and the names a test checks.
+// The names are read by the e2e tests (`e2e_harm`), which need the live pod simulator.
+#[allow(dead_code)]
 #[derive(Debug, Clone)]
 pub struct Fixture {
     /// The shape.
@@ -114,6 +116,7 @@ pub struct Fixture {
     pub lint_rule: &'static str,
 }
 
+#[allow(dead_code)]
 impl Fixture {
     /// Whether a harm `cause` (e.g. `delete RoleBinding.rbac.authorization.k8s.io ns/leases`)
     /// names this shape's object: one word is its kind (maybe with `.group`), another its name
