@@ -7,8 +7,10 @@
 //! [`crate::support::unique_name`], so tests run in parallel on one shared plane): Namespace
 //! `ID`, ServiceAccount `ID/operator`, a ClusterRole and ClusterRoleBinding `ID-status` that let
 //! it write ClusterOperator `ID`'s status, the lease rights it needs to lead (Role or
-//! ClusterRole `leases`, RoleBinding `leases`), Deployment `ID/ID-operator` with a
-//! `RELEASE_VERSION` env, and ClusterOperator `ID` waiting for `operator=0.0.1-snapshot`.
+//! ClusterRole `leases`, RoleBinding `leases`), a configuration ConfigMap `settings`,
+//! Deployment `ID/ID-operator` with a `RELEASE_VERSION` env, and ClusterOperator `ID` waiting
+//! for `operator=0.0.1-snapshot`. Shapes add what they take away (a mounted ConfigMap, a
+//! Secret).
 //!
 //! In updating mode the ClusterOperator manifest (run-level 50, after the Deployment) is a wait;
 //! a harmful change sits at run-level 40, before the Deployment's update; the fixed one at
@@ -239,6 +241,11 @@ fn status_rbac(id: &str, accounts: &[&str]) -> String {
     format!("{role}---\n{binding}")
 }
 
+/// ConfigMap `settings`: the operator's own configuration object, which its pods do not mount.
+fn settings(ns: &str, value: &str) -> String {
+    config_map(ns, "settings", value, &[])
+}
+
 fn secret(ns: &str, name: &str, delete: bool) -> String {
     object(
         "v1",
@@ -445,7 +452,8 @@ fn old_files(shape: Shape, id: &str) -> Vec<(String, String)> {
             role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
         )
     };
-    f.add(50, "02", "rbac", leases);
+    f.add(50, "02", "rbac", leases)
+        .add(50, "03", "settings", settings(ns, "old"));
     let pod = match shape {
         Shape::ConfigMapDeleted => {
             f.add(50, "03", "config", config_map(ns, "config", "old", &[]));
@@ -488,7 +496,8 @@ fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
     let ns = id;
     let level = if harmful { EARLY } else { LATE };
     let mut f = Files::new(id);
-    f.add(50, "00", "namespace", namespace(ns));
+    f.add(50, "00", "namespace", namespace(ns))
+        .add(50, "03", "settings", settings(ns, "new"));
     let mut pod = Pod {
         account: NEW_SA,
         config_map: None,
@@ -733,6 +742,7 @@ pub fn write_rollout(dir: &Path, id: &str, strategy: &str) -> (PathBuf, PathBuf)
                     role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
                 ),
             )
+            .add(50, "03", "settings", settings(ns, "same"))
             .add(
                 50,
                 "04",
