@@ -31,6 +31,8 @@
 //!    Kubernetes version and the CRDs of the payload (used by `lint`).
 //! 10. [`image`]: release images as payloads: pull (registry, OCI layout, archives), verify
 //!     and extract `release-manifests/` and `manifests/` into a cached payload directory.
+//! 11. [`rbac`]: RBAC policy rules as data (what grants what), shared by the lint and the
+//!     simulated pods.
 //!
 //! Pure stages do no cluster I/O and are tested without one.
 
@@ -48,6 +50,7 @@ pub mod merge;
 pub mod output;
 pub mod payload;
 pub mod plan;
+pub mod rbac;
 pub mod schema;
 pub mod simulate;
 pub mod stub_crds;

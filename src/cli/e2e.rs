@@ -12,6 +12,7 @@ use minicvo::LoadOptions;
 use minicvo::apply::{ApplyObserver, ApplyOptions, RunnerOptions};
 use minicvo::e2e::{self, Assertion, Clients, UpgradeOptions};
 use minicvo::simulate::Spec;
+use minicvo::simulate::pods::{PodOptions, PodTimings};
 use tokio_util::sync::CancellationToken;
 
 use super::apply::{EXIT_INTERRUPTED, cancel_on_ctrl_c, parse_duration, progress_for};
@@ -104,6 +105,18 @@ pub struct UpgradeArgs {
     /// (needs a scheduler and kubelets, e.g. kind; never on the test control plane).
     #[arg(long)]
     pub wait_available: bool,
+    /// Do not simulate the payloads' pods (no leases, rights or dependency checks, and no
+    /// `live-pods-keep-access` check).
+    #[arg(long)]
+    pub no_live_pods: bool,
+    /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
+    /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
+    #[arg(long = "pods", value_name = "SPEC")]
+    pub pods: Vec<String>,
+    /// Duration of the simulated pods' leader leases (holders renew, candidates retry, every
+    /// third of it).
+    #[arg(long, default_value = "3s", value_parser = parse_duration, value_name = "DURATION")]
+    pub lease_duration: Duration,
     /// An ordering to check, "X after Y" (repeatable); see below.
     #[arg(long = "assert", value_name = "ASSERTION")]
     pub assert: Vec<Assertion>,
@@ -147,6 +160,19 @@ pub fn e2e(a: &E2eArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
     }
 }
 
+fn pod_options(a: &UpgradeArgs) -> anyhow::Result<PodOptions> {
+    let mut timings = PodTimings::default();
+    for spec in &a.pods {
+        timings
+            .add(spec)
+            .map_err(|e| anyhow::anyhow!("--pods {e}"))?;
+    }
+    Ok(PodOptions {
+        timings,
+        lease_duration: a.lease_duration,
+    })
+}
+
 fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode> {
     // Release images are extracted first; the directories live until the run ends.
     let from = a.image.fetch(&a.from)?;
@@ -170,6 +196,8 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         default_delay: a.delay,
         wait_available: a.wait_available,
         assertions: a.assert.clone(),
+        live_pods: !a.no_live_pods,
+        pods: pod_options(a)?,
         apply: ApplyOptions {
             runner: RunnerOptions {
                 wait_timeout: a.wait_timeout,

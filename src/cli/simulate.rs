@@ -63,6 +63,11 @@ impl SimObserver for Log {
             SimEventKind::WriteFailed { name, error } => {
                 eprintln!("clusteroperator {name}: status write failed (will retry): {error}");
             }
+            SimEventKind::Pod { change, .. } => eprintln!("{change}"),
+            SimEventKind::Harm(h) => eprintln!(
+                "harm: pod {} ({}): {} {}",
+                h.pod, h.identity, h.kind, h.what
+            ),
             SimEventKind::WatchFailed { kind, error } => {
                 tracing::debug!("watch of {kind} failed (re-listing): {error}");
             }
@@ -121,6 +126,7 @@ pub fn simulate(a: &SimulateArgs) -> anyhow::Result<ExitCode> {
             SimulatorOptions {
                 scripts,
                 wait_available: a.wait_available,
+                pods: None,
             },
             Some(Arc::new(Log)),
             cancel,

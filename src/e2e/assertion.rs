@@ -249,6 +249,7 @@ mod tests {
                 .into(),
             ),
             detail: Some("operator=4.14.0".into()),
+            harm: None,
         }
     }
 

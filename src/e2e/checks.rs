@@ -41,7 +41,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(phase: Option<Phase>, name: &str, description: &str) -> Self {
+    pub(crate) fn new(phase: Option<Phase>, name: &str, description: &str) -> Self {
         Check {
             phase,
             name: name.into(),
@@ -93,7 +93,7 @@ fn spans(timeline: &Timeline, phase: Phase) -> HashMap<usize, Span> {
                     },
                 );
             }
-            TimelineAction::WaitStart | TimelineAction::Observed => {}
+            TimelineAction::WaitStart | TimelineAction::Observed | TimelineAction::Harm => {}
         }
     }
     out
@@ -452,6 +452,7 @@ mod tests {
                 start: Some(start),
                 outcome: Some("configured".into()),
                 detail: None,
+                harm: None,
             };
             match t.action {
                 crate::plan::Action::Wait => {

@@ -16,6 +16,7 @@ use crate::apply::preflight;
 use crate::apply::{self, ApplyObserver, ApplyOptions, Connection};
 use crate::payload::{LoadOptions, Payload};
 use crate::plan::{self, Mode, Plan};
+use crate::simulate::pods::{PodBoard, PodOptions, PodSimulator};
 use crate::simulate::{self, ScriptPhase, Scripts, SimObserver, Simulator, SimulatorOptions, Spec};
 use crate::stub_crds::{StandIns, StubError};
 
@@ -51,6 +52,10 @@ pub struct UpgradeOptions {
     pub wait_available: bool,
     /// User assertions.
     pub assertions: Vec<Assertion>,
+    /// Simulate the payloads' pods (on by default; `--no-live-pods` turns it off).
+    pub live_pods: bool,
+    /// Timings and lease duration of the simulated pods.
+    pub pods: PodOptions,
     /// Settings of both apply runs (the mode comes from the phase).
     pub apply: ApplyOptions,
 }
@@ -71,6 +76,8 @@ impl Default for UpgradeOptions {
             default_delay: Duration::ZERO,
             wait_available: false,
             assertions: Vec::new(),
+            live_pods: true,
+            pods: PodOptions::default(),
             apply: ApplyOptions::default(),
         }
     }
@@ -277,6 +284,27 @@ pub async fn upgrade(
     let stub_seconds = stub_started.elapsed().as_secs_f64();
 
     let recorder = Arc::new(Recorder::new(started));
+    let pods = options.live_pods.then(|| {
+        let workloads: Vec<crate::manifest::ObjectId> = {
+            let mut ids: Vec<_> = old_plan
+                .tasks
+                .iter()
+                .chain(&new_plan.tasks)
+                .filter(|t| simulate::operators::is_simulated_workload(&t.manifest))
+                .map(|t| t.manifest.id.clone())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            ids
+        };
+        PodSimulator::start(
+            clients.simulator.client.clone(),
+            workloads,
+            options.pods.clone(),
+            Some(recorder.clone() as Arc<dyn SimObserver>),
+        )
+    });
+    let board = pods.as_ref().map(PodSimulator::board);
     let mut runs = Vec::new();
     for (phase, plan, ops, caps) in [
         (Phase::Install, &old_plan, old_ops, old_caps),
@@ -293,6 +321,7 @@ pub async fn upgrade(
             ops,
             caps,
             &recorder,
+            board.clone(),
             observer.clone(),
             cancel.clone(),
         )
@@ -304,13 +333,30 @@ pub async fn upgrade(
         }
     }
 
-    let timeline = recorder.timeline();
+    let pod_summary = match pods {
+        Some(p) => Some(p.stop().await),
+        None => None,
+    };
+    let ended = Instant::now();
+    let mut timeline = recorder.timeline();
+    super::harm::attribute(&mut timeline, &[&old_plan, &new_plan]);
+    let lease_gaps = pod_summary
+        .iter()
+        .flat_map(|s| &s.lease_gaps)
+        .map(|g| super::harm::LeaseGapReport::new(g, started, ended))
+        .collect();
     let mut checks: Vec<Check> = Vec::new();
     checks.extend(checks::invariants(&timeline, Phase::Install, &old_plan));
     if runs.len() > 1 {
         checks.extend(checks::invariants(&timeline, Phase::Upgrade, &new_plan));
         checks.push(checks::delete_before_workload_update(
             &timeline, &old_plan, &new_plan,
+        ));
+    }
+    if let Some(s) = &pod_summary {
+        checks.push(super::harm::live_pods_keep_access(
+            &timeline,
+            s.pods_started,
         ));
     }
     checks.extend(checks::assertions(&timeline, &options.assertions));
@@ -342,6 +388,7 @@ pub async fn upgrade(
         runs,
         timeline,
         checks,
+        lease_gaps,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -355,6 +402,7 @@ async fn run_phase(
     ops: Vec<simulate::OperatorSpec>,
     capabilities: crate::cvo::capabilities::CapabilityStatus,
     recorder: &Arc<Recorder>,
+    pods: Option<Arc<PodBoard>>,
     observer: Option<Arc<dyn ApplyObserver>>,
     cancel: CancellationToken,
 ) -> Result<PhaseRun, E2eError> {
@@ -370,6 +418,7 @@ async fn run_phase(
         SimulatorOptions {
             scripts: Scripts::for_phase(&options.specs, script_phase, options.default_delay),
             wait_available: options.wait_available,
+            pods,
         },
         Some(recorder.clone() as Arc<dyn SimObserver>),
     );

@@ -4,9 +4,10 @@
 //! ```text
 //! load OLD, NEW ──► missing kinds? (stub CRDs) ──► install OLD (initializing) ──► upgrade to NEW (updating)
 //!                                                    │  simulator(OLD)              │  simulator(NEW)
-//!                                                    └──────── timeline: writes, waits, watch events
+//!                                                    │  pods(OLD and NEW, live through both runs)
+//!                                                    └──────── timeline: writes, waits, watch events, harm
 //!                                                                  │
-//!                                    checks: invariants, the story check, assertions
+//!                     checks: invariants, the story check, live-pods-keep-access, assertions
 //!                                                                  │
 //!                                           text, JSON, JUnit XML, Chrome trace
 //! ```
@@ -15,12 +16,15 @@
 //! - [`timeline`]: the recorded events and their JSON.
 //! - [`cleanup`]: removing both payloads' objects (`--clean`, and between tests).
 //! - [`checks`]: invariants over the timeline and the `delete-before-workload-update` check.
+//! - [`harm`]: what the simulated pods ([`crate::simulate::pods`]) suffered: the cause of each
+//!   harm, the `live-pods-keep-access` check and the leaderless times of the leases.
 //! - [`assertion`]: user assertions "X after Y".
 //! - [`report`], [`junit`], [`trace`]: the outputs.
 
 pub mod assertion;
 pub mod checks;
 pub mod cleanup;
+pub mod harm;
 pub mod harness;
 pub mod junit;
 pub mod report;
@@ -29,6 +33,7 @@ pub mod trace;
 
 pub use assertion::Assertion;
 pub use checks::{Check, STORY_CHECK};
+pub use harm::{LIVE_PODS_CHECK, LeaseGapReport};
 pub use harness::{Clients, E2eError, UpgradeOptions, upgrade};
 pub use report::{PhaseRun, UpgradeReport};
-pub use timeline::{Phase, Recorder, Timeline, TimelineAction, TimelineEvent};
+pub use timeline::{Harm, Phase, Recorder, Timeline, TimelineAction, TimelineEvent};

@@ -107,6 +107,8 @@ pub struct UpgradeReport {
     pub timeline: Timeline,
     /// Invariants, the story check and assertions.
     pub checks: Vec<Check>,
+    /// Leaderless times of the simulated pods' leases.
+    pub lease_gaps: Vec<super::harm::LeaseGapReport>,
     /// Wall time of the whole e2e.
     pub seconds: f64,
 }
@@ -227,6 +229,7 @@ impl UpgradeReport {
                 "failure": r.failure(),
             })).collect::<Vec<_>>(),
             "requests": {"minicvo": self.apply_requests(), "simulator": self.simulator_requests()},
+            "leaseGaps": self.lease_gaps,
             "checks": self.checks.iter().map(|c| json!({
                 "phase": c.phase,
                 "name": c.name,
@@ -287,6 +290,16 @@ impl UpgradeReport {
         }
         if self.runs.len() < 2 {
             let _ = writeln!(out, "upgrade  not run (the install did not complete)");
+        }
+        for g in &self.lease_gaps {
+            let until =
+                g.to.map_or_else(|| "the end of the run".to_string(), |t| format!("{t:.3}s"));
+            let _ = writeln!(
+                out,
+                "lease gap: no pod of {} could lead for {:.2}s (from {:.3}s, when {} failed to \
+                 renew, to {until})",
+                g.workload, g.seconds, g.from, g.pod
+            );
         }
         let _ = writeln!(out, "checks:");
         for c in &self.checks {

@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use crate::apply::{ApplyEvent, ApplyObserver, EventKind, Outcome, TaskRef};
 use crate::manifest::ObjectId;
 use crate::plan::{Action, Plan};
+use crate::simulate::pods::HarmKind;
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
 
 /// The two runs of an upgrade e2e.
@@ -58,8 +59,11 @@ pub enum TimelineAction {
     WaitStart,
     /// A ClusterOperator wait task ended (`outcome` waited, failed or interrupted).
     WaitDone,
-    /// A watch event: a workload or ClusterOperator changed, or a deleted object is gone.
+    /// A watch event: a workload or ClusterOperator changed, a simulated pod started,
+    /// became available, took or lost its lease, or stopped, or a deleted object is gone.
     Observed,
+    /// A live simulated pod was harmed (see [`Harm`]).
+    Harm,
 }
 
 impl std::fmt::Display for TimelineAction {
@@ -70,6 +74,7 @@ impl std::fmt::Display for TimelineAction {
             TimelineAction::WaitStart => "wait-start",
             TimelineAction::WaitDone => "wait-done",
             TimelineAction::Observed => "observed",
+            TimelineAction::Harm => "harm",
         })
     }
 }
@@ -83,9 +88,11 @@ impl std::str::FromStr for TimelineAction {
             "wait-start" => TimelineAction::WaitStart,
             "wait-done" => TimelineAction::WaitDone,
             "observed" => TimelineAction::Observed,
+            "harm" => TimelineAction::Harm,
             other => {
                 return Err(format!(
-                    "unknown action {other:?} (use apply, delete, wait-start, wait-done or observed)"
+                    "unknown action {other:?} (use apply, delete, wait-start, wait-done, observed \
+                     or harm)"
                 ));
             }
         })
@@ -121,6 +128,33 @@ pub struct TimelineEvent {
     /// More: the error, the observed status, what differs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What a live simulated pod suffered (`harm` events only).
+    #[serde(flatten)]
+    pub harm: Option<Harm>,
+}
+
+/// What a live simulated pod suffered; the event's object is the pod's workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Harm {
+    /// `namespace/name` of the ServiceAccount the pod runs as.
+    pub service_account: String,
+    /// `<workload>#<generation>`.
+    pub pod: String,
+    /// Refused, right lost, dependency missing, or started without a right.
+    #[serde(rename = "harm")]
+    pub kind: HarmKind,
+    /// What was refused, lost or is missing.
+    pub what: String,
+    /// The payload task that caused it, in words (`delete ClusterRoleBinding.rbac… name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// That task's index in its phase's plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause_task: Option<usize>,
+    /// The object refused or missing, when there is one.
+    #[serde(skip)]
+    pub object: Option<ObjectId>,
 }
 
 impl TimelineEvent {
@@ -276,6 +310,7 @@ impl Recorder {
             start: s.starts.get(&task.id).copied(),
             outcome: None,
             detail: None,
+            harm: None,
         }
     }
 
@@ -294,6 +329,7 @@ impl Recorder {
             start: None,
             outcome: None,
             detail: Some(detail),
+            harm: None,
         });
     }
 }
@@ -379,6 +415,30 @@ impl SimObserver for Recorder {
                     name: name.clone(),
                 };
                 self.observed(&mut s, event.instant, id, status.clone());
+            }
+            SimEventKind::Pod {
+                workload, change, ..
+            } => {
+                self.observed(&mut s, event.instant, workload.clone(), change.clone());
+            }
+            SimEventKind::Harm(h) => {
+                if s.phase.is_none() {
+                    return;
+                }
+                self.observed(&mut s, event.instant, h.workload.clone(), h.what.clone());
+                if let Some(e) = s.events.last_mut() {
+                    e.action = TimelineAction::Harm;
+                    e.detail = None;
+                    e.harm = Some(Harm {
+                        service_account: h.identity.to_string(),
+                        pod: h.pod.clone(),
+                        kind: h.kind,
+                        what: h.what.clone(),
+                        cause: None,
+                        cause_task: None,
+                        object: h.object.clone(),
+                    });
+                }
             }
             SimEventKind::Reported { .. }
             | SimEventKind::WriteFailed { .. }

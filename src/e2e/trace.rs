@@ -66,6 +66,25 @@ pub fn chrome_trace(timeline: &Timeline, titles: &[(Phase, String)]) -> Value {
                 "name": format!("{}: {}", e.object.short(), e.detail.as_deref().unwrap_or("changed")),
                 "cat": "observed", "ts": micros(e.t), "args": args,
             })),
+            TimelineAction::Harm => {
+                let h = e.harm.as_ref();
+                events.push(json!({
+                    "ph": "i", "s": "p", "pid": p, "tid": 0,
+                    "name": format!(
+                        "harm: {} ({}): {}",
+                        h.map_or("?", |h| h.pod.as_str()),
+                        h.map_or("?", |h| h.service_account.as_str()),
+                        h.map_or("", |h| h.what.as_str())
+                    ),
+                    "cat": "harm", "ts": micros(e.t),
+                    "args": {
+                        "object": e.object.short().to_string(),
+                        "harm": h.map(|h| h.kind),
+                        "cause": h.and_then(|h| h.cause.clone()),
+                        "check": super::harm::LIVE_PODS_CHECK,
+                    },
+                }));
+            }
             TimelineAction::WaitStart => {}
             TimelineAction::Apply | TimelineAction::Delete | TimelineAction::WaitDone => {
                 let Some(node) = e.node else { continue };
@@ -137,6 +156,7 @@ mod tests {
             start,
             outcome: None,
             detail: None,
+            harm: None,
         }
     }
 

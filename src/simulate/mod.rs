@@ -19,6 +19,7 @@
 //! Used by `minicvo simulate` (long-running) and in-process by the e2e harness.
 
 pub mod operators;
+pub mod pods;
 mod run;
 pub mod script;
 pub mod status;

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::operators::{OperatorSpec, rolled_out, template_updated};
+use super::pods::{Acting, HarmKind, Identity, PodBoard, PodHarm, workload};
 use super::script::{Report, Scripts};
 use super::status::{already_reported, status_for, summary};
 use crate::cluster::list_watch::{CollectionEvent, list_watch};
@@ -38,6 +39,10 @@ pub struct SimulatorOptions {
     /// Report only once the workloads are rolled out and available (needs a scheduler and
     /// kubelets, as on kind; never true on the test control plane).
     pub wait_available: bool,
+    /// The simulated pods: with them, an operator reports only once a pod of its workloads'
+    /// current template acts for each workload (leads, or runs when it cannot elect), and
+    /// writes the status as that pod when the pod could when it started.
+    pub pods: Option<Arc<PodBoard>>,
 }
 
 /// What the simulator saw or did.
@@ -79,6 +84,17 @@ pub enum SimEventKind {
         /// The error.
         error: String,
     },
+    /// A simulated pod started, became available, took or lost its lease, or stopped.
+    Pod {
+        /// Its workload.
+        workload: ObjectId,
+        /// `<workload>#<generation>`.
+        pod: String,
+        /// What happened, in words (`pod op#2 started (ServiceAccount ns/sa)`).
+        change: String,
+    },
+    /// A live simulated pod was harmed.
+    Harm(PodHarm),
     /// A watch failed (it is re-listed).
     WatchFailed {
         /// The kind watched.
@@ -265,6 +281,10 @@ struct Loop {
     state: Vec<OpState>,
     summary: SimSummary,
     interesting: HashSet<ObjectId>,
+    /// Whether a pod may write an operator's status (asked once per pod and operator).
+    may_write: HashMap<(String, String), bool>,
+    /// Refused status writes already reported, per pod and operator.
+    harmed: HashSet<(String, String)>,
 }
 
 impl Loop {
@@ -423,8 +443,62 @@ impl Loop {
             self.workloads.get(&w.id).is_some_and(|live| {
                 template_updated(&w.template, live).is_ok()
                     && (!self.options.wait_available || rolled_out(&w.id.kind, live).is_ok())
+                    && self.acting_current(&w.id, live).is_some()
             })
         })
+    }
+
+    /// With simulated pods: the pod acting for workload `id` when it runs `live`'s template
+    /// (`Some(None)` without simulated pods: the harness acts).
+    fn acting_current(&self, id: &ObjectId, live: &Value) -> Option<Option<Acting>> {
+        let Some(board) = &self.options.pods else {
+            return Some(None);
+        };
+        let hash = workload::template(live).map(workload::template_hash)?;
+        board
+            .acting(id)
+            .filter(|a| a.template_hash == hash)
+            .map(Some)
+    }
+
+    /// Who writes operator `i`'s status: the first acting pod of its workloads that may (an
+    /// access review as itself, the first time that pod writes it), else the harness (`None`).
+    async fn writer(&mut self, i: usize) -> Option<(ObjectId, Acting)> {
+        let name = self.operators[i].name.clone();
+        let candidates: Vec<(ObjectId, Acting)> = self.operators[i]
+            .workloads
+            .iter()
+            .filter_map(|w| {
+                let live = self.workloads.get(&w.id)?;
+                Some((w.id.clone(), self.acting_current(&w.id, live)??))
+            })
+            .collect();
+        for (id, acting) in candidates {
+            let key = (acting.pod.clone(), name.clone());
+            let may = match self.may_write.get(&key) {
+                Some(m) => *m,
+                None => {
+                    let m = acting
+                        .identity
+                        .may(
+                            &self.client,
+                            "patch",
+                            "config.openshift.io",
+                            "clusteroperators/status",
+                            &name,
+                            None,
+                        )
+                        .await
+                        .unwrap_or(false);
+                    self.may_write.insert(key, m);
+                    m
+                }
+            };
+            if may {
+                return Some((id, acting));
+            }
+        }
+        None
     }
 
     /// Advances every operator; returns the next time something is due.
@@ -487,7 +561,11 @@ impl Loop {
             if already_reported(live, &want) {
                 continue;
             }
-            match self.write(&name, &want).await {
+            let writer = self.writer(i).await;
+            match self
+                .write(&name, &want, writer.as_ref().map(|(_, a)| &a.identity))
+                .await
+            {
                 Ok(updated) => {
                     // The watch may still deliver older states; the write's answer is the
                     // newest, so a burst of events does not cause a second write.
@@ -496,7 +574,27 @@ impl Loop {
                     let status = summary(&json!({"status": want}));
                     self.emit(SimEventKind::Reported { name, status });
                 }
-                Err(error) => {
+                Err((error, refused)) => {
+                    if refused
+                        && let Some((workload, acting)) = writer
+                        && self.harmed.insert((acting.pod.clone(), name.clone()))
+                    {
+                        self.emit(SimEventKind::Harm(PodHarm {
+                            workload,
+                            pod: acting.pod,
+                            identity: acting.identity,
+                            kind: HarmKind::Refused,
+                            what: format!(
+                                "patch clusteroperators/status.config.openshift.io {name}"
+                            ),
+                            object: Some(ObjectId {
+                                group: "config.openshift.io".into(),
+                                kind: "ClusterOperator".into(),
+                                namespace: None,
+                                name: name.clone(),
+                            }),
+                        }));
+                    }
                     self.summary.write_failures += 1;
                     tracing::warn!(
                         "simulator: writing the status of clusteroperator {name}: {error}"
@@ -511,7 +609,43 @@ impl Loop {
         next
     }
 
-    async fn write(&self, name: &str, status: &Value) -> Result<Value, String> {
+    /// Writes `status` to ClusterOperator `name`, as `identity` when given; the error says
+    /// whether the server refused it (403).
+    async fn write(
+        &self,
+        name: &str,
+        status: &Value,
+        identity: Option<&Identity>,
+    ) -> Result<Value, (String, bool)> {
+        if let Some(identity) = identity {
+            let path = format!("/apis/config.openshift.io/v1/clusteroperators/{name}");
+            let patch = json!({"status": status});
+            let answer = match identity
+                .send(
+                    &self.client,
+                    http::Method::PATCH,
+                    &format!("{path}/status"),
+                    Some(&patch),
+                )
+                .await
+            {
+                Err(e) if e.is(404) => {
+                    identity
+                        .send(&self.client, http::Method::PATCH, &path, Some(&patch))
+                        .await
+                }
+                other => other,
+            };
+            return answer
+                .map(|r| r.body)
+                .map_err(|e| (e.to_string(), e.is(403)));
+        }
+        self.write_as_harness(name, status)
+            .await
+            .map_err(|e| (e, false))
+    }
+
+    async fn write_as_harness(&self, name: &str, status: &Value) -> Result<Value, String> {
         let api = Api::<DynamicObject>::all_with(self.client.clone(), &cluster_operators());
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
@@ -576,7 +710,10 @@ async fn run(
         state: (0..n).map(|_| OpState::default()).collect(),
         summary: SimSummary::default(),
         interesting,
+        may_write: HashMap::new(),
+        harmed: HashSet::new(),
     };
+    let mut board = l.options.pods.as_ref().map(|b| b.changes());
     let mut next: Option<Instant> = None;
     loop {
         let sleep = async {
@@ -585,8 +722,19 @@ async fn run(
                 None => std::future::pending().await,
             }
         };
+        let pods_changed = async {
+            match board.as_mut() {
+                Some(rx) => {
+                    if rx.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = cancel.cancelled() => break,
+            () = pods_changed => {}
             item = streams.next() => match item {
                 Some(item) => l.handle(item),
                 None => break,

@@ -1,0 +1,240 @@
+//! What the simulated pods suffered: naming the payload task behind each harm, the
+//! `live-pods-keep-access` check, and the leaderless times of the leases.
+//!
+//! A harm's cause is the latest successful write of either run, before the harm was seen,
+//! that touches what the pod lost:
+//!
+//! - a missing dependency: the delete of that ConfigMap, Secret or ServiceAccount;
+//! - a refused request or a lost right: a write of the pod's ServiceAccount, of a binding (of
+//!   either payload) whose subjects name the ServiceAccount or one of its groups, or of a role
+//!   such a binding refers to;
+//! - a generation that started without a right: the write of its workload (the template that
+//!   switched the ServiceAccount or was rolled out before its rights).
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::checks::Check;
+use super::timeline::{Timeline, TimelineAction};
+use crate::manifest::ObjectId;
+use crate::plan::Plan;
+use crate::simulate::pods::{HarmKind, LeaseGap};
+
+/// The name of the check that fails on any harm of a live pod.
+pub const LIVE_PODS_CHECK: &str = "live-pods-keep-access";
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// A leaderless time, in seconds of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeaseGapReport {
+    /// `Kind namespace/name` of the workload.
+    pub workload: String,
+    /// The leader whose renewal failed.
+    pub pod: String,
+    /// When its renewal first failed.
+    pub from: f64,
+    /// When a generation took the lease again (`None`: not before the end of the run).
+    pub to: Option<f64>,
+    /// How long no generation could lead.
+    pub seconds: f64,
+}
+
+impl LeaseGapReport {
+    /// The gap of `gap`, with times since `start`; open gaps end at `end`.
+    #[must_use]
+    pub fn new(gap: &LeaseGap, start: Instant, end: Instant) -> Self {
+        let at = |i: Instant| i.saturating_duration_since(start).as_secs_f64();
+        let to = gap.to.map(at);
+        LeaseGapReport {
+            workload: format!(
+                "{} {}/{}",
+                gap.workload.kind,
+                gap.workload.namespace.as_deref().unwrap_or_default(),
+                gap.workload.name
+            ),
+            pod: gap.pod.clone(),
+            from: at(gap.from),
+            to,
+            seconds: to.unwrap_or_else(|| at(end)) - at(gap.from),
+        }
+    }
+}
+
+/// Whether a binding manifest names `sa` (`namespace/name`) among its subjects, directly or by
+/// one of the groups every ServiceAccount of its namespace is in.
+fn binds(binding: &Value, sa_namespace: &str, sa_name: &str) -> bool {
+    let own_ns = binding
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    binding
+        .get("subjects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|s| {
+            let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default();
+            match field("kind") {
+                "ServiceAccount" => {
+                    let ns = match field("namespace") {
+                        "" => own_ns,
+                        ns => ns,
+                    };
+                    ns == sa_namespace && field("name") == sa_name
+                }
+                "Group" => {
+                    let g = field("name");
+                    g == "system:serviceaccounts"
+                        || g == "system:authenticated"
+                        || g == format!("system:serviceaccounts:{sa_namespace}")
+                }
+                _ => false,
+            }
+        })
+}
+
+/// Everything whose write can change the rights of ServiceAccount `namespace/name`, from
+/// both plans: the ServiceAccount, the bindings naming it and the roles they refer to.
+fn rights_objects(plans: &[&Plan], namespace: &str, name: &str) -> HashSet<ObjectId> {
+    let mut out = HashSet::new();
+    out.insert(ObjectId {
+        group: String::new(),
+        kind: "ServiceAccount".into(),
+        namespace: Some(namespace.into()),
+        name: name.into(),
+    });
+    for plan in plans {
+        for t in &plan.tasks {
+            let m = &t.manifest;
+            if m.id.group != RBAC
+                || !matches!(m.id.kind.as_str(), "RoleBinding" | "ClusterRoleBinding")
+                || !binds(&m.object, namespace, name)
+            {
+                continue;
+            }
+            out.insert(m.id.clone());
+            let role = |k: &str| {
+                m.object
+                    .pointer(&format!("/roleRef/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let kind = role("kind");
+            out.insert(ObjectId {
+                group: RBAC.into(),
+                namespace: (kind == "Role").then(|| m.id.namespace.clone()).flatten(),
+                kind,
+                name: role("name"),
+            });
+        }
+    }
+    out
+}
+
+/// Names the cause of every harm event of `timeline` (see the module docs).
+pub fn attribute(timeline: &mut Timeline, plans: &[&Plan]) {
+    for i in 0..timeline.events.len() {
+        let Some(harm) = timeline.events[i].harm.clone() else {
+            continue;
+        };
+        let (namespace, name) = harm
+            .service_account
+            .split_once('/')
+            .unwrap_or(("", harm.service_account.as_str()));
+        let touched: HashSet<ObjectId> = match harm.kind {
+            HarmKind::DependencyMissing | HarmKind::StartedWithout => {
+                harm.object.iter().cloned().collect()
+            }
+            HarmKind::Refused | HarmKind::RightLost => rights_objects(plans, namespace, name),
+        };
+        let at = timeline.events[i].t;
+        let cause = timeline.events[..i]
+            .iter()
+            .rev()
+            .filter(|e| e.t <= at && (e.is_delete_issued() || e.is_apply_done()))
+            .find(|e| touched.contains(&e.object));
+        if let Some(c) = cause {
+            let text = format!("{} {}", c.action, c.object);
+            let task = c.task;
+            let h = timeline.events[i].harm.as_mut().expect("a harm event");
+            h.cause = Some(text);
+            h.cause_task = task;
+        }
+    }
+}
+
+/// `live-pods-keep-access`: one failure per harm event; passes with a note of how many pods
+/// lived.
+#[must_use]
+pub fn live_pods_keep_access(timeline: &Timeline, pods_started: usize) -> Check {
+    let mut check = Check::new(
+        None,
+        LIVE_PODS_CHECK,
+        "no live simulated pod has a request refused, loses a right it started with, loses a \
+         ConfigMap, Secret or ServiceAccount it needs, or starts without a right its \
+         predecessor had",
+    );
+    for e in timeline
+        .events
+        .iter()
+        .filter(|e| e.action == TimelineAction::Harm)
+    {
+        let Some(h) = &e.harm else { continue };
+        let mut line = format!(
+            "{phase} {t:.3}s: pod {pod} (ServiceAccount {sa}) of {workload}: {kind} {what}",
+            phase = e.phase,
+            t = e.t,
+            pod = h.pod,
+            sa = h.service_account,
+            workload = e.object,
+            kind = h.kind,
+            what = h.what,
+        );
+        match (&h.cause, h.cause_task) {
+            (Some(c), Some(task)) => {
+                let _ = write!(line, "; caused by {c} (task {task})");
+            }
+            (Some(c), None) => {
+                let _ = write!(line, "; caused by {c}");
+            }
+            _ => line.push_str("; no payload task touched it before"),
+        }
+        check.failures.push(line);
+    }
+    if check.failures.is_empty() {
+        check.notes.push(format!(
+            "{pods_started} simulated pods lived through the run unharmed"
+        ));
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn bindings_name_a_service_account_directly_or_by_group() {
+        let rb = json!({"metadata": {"namespace": "ns"}, "subjects": [
+            {"kind": "ServiceAccount", "name": "op"}]});
+        assert!(binds(&rb, "ns", "op"));
+        assert!(!binds(&rb, "other", "op"));
+        let crb =
+            json!({"subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ns"}]});
+        assert!(binds(&crb, "ns", "op"));
+        assert!(!binds(&crb, "ns", "default"));
+        let group = json!({"subjects": [{"kind": "Group", "name": "system:serviceaccounts:ns"}]});
+        assert!(binds(&group, "ns", "anyone"));
+        assert!(!binds(&group, "ns2", "anyone"));
+        let user = json!({"subjects": [{"kind": "User", "name": "system:serviceaccount:ns:op"}]});
+        assert!(!binds(&user, "ns", "op"));
+    }
+}

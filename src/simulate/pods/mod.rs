@@ -1,0 +1,324 @@
+//! Simulated pods that live: what stands in for the pods of a payload's Deployments and
+//! DaemonSets on a cluster without a kubelet, so that an e2e run feels what a running pod
+//! would feel when the payload takes something from it.
+//!
+//! - [`workload`]: one generation of pods per pod template; a template change rolls out as the
+//!   workload's strategy says ([`workload::Rollout`]); what each generation needs to exist.
+//! - [`identity`]: requests a pod sends as its ServiceAccount (impersonation), and its rights
+//!   (a SelfSubjectRulesReview as itself).
+//! - [`lease`]: leader election on a Lease named after the workload.
+//! - [`run`](PodSimulator): the loop. It follows the workloads, starts and stops generations
+//!   with the [`PodTimings`], records each pod's rights when it starts and reviews them again
+//!   whenever an RBAC object or ServiceAccount changes, holds and renews the leases, follows
+//!   the ConfigMaps, Secrets and ServiceAccounts the pods need, and publishes who acts for each
+//!   workload on the [`PodBoard`] (the operator simulator writes a ClusterOperator's status as
+//!   that pod).
+//!
+//! Harm ([`PodHarm`]) is what a real pod would have suffered: a refused request, a right held
+//! at start and lost while running, a dependency that existed and disappeared while running,
+//! or a new generation that starts without a right its predecessor had.
+//!
+//! Request budget: one rules review per pod when it starts and one per live pod after each
+//! burst of RBAC changes (bursts are gathered for [`RBAC_SETTLE`]); one lease request per
+//! electing pod per third of the lease duration; nothing else (dependencies and workloads are
+//! followed by four list+watches, not by polling).
+
+pub mod identity;
+pub mod lease;
+mod run;
+pub mod workload;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::time::Instant;
+
+pub use identity::Identity;
+pub use run::PodSimulator;
+
+use crate::manifest::ObjectId;
+
+/// How long RBAC changes are gathered before the live pods review their rights again.
+pub const RBAC_SETTLE: Duration = Duration::from_millis(100);
+
+/// How long a pod takes to start and to become available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// From the template being seen to the pod running.
+    pub start: Duration,
+    /// From running to available.
+    pub ready: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            start: Duration::from_millis(100),
+            ready: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Pod timings: a default and per-workload ones (`--pods TARGET=start:DUR,ready:DUR`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodTimings {
+    /// For workloads without their own.
+    pub default: Timing,
+    /// By workload name or `namespace/name`.
+    pub by_target: Vec<(String, Timing)>,
+}
+
+impl PodTimings {
+    /// The timing of `workload`.
+    #[must_use]
+    pub fn of(&self, workload: &ObjectId) -> Timing {
+        let full = format!(
+            "{}/{}",
+            workload.namespace.as_deref().unwrap_or_default(),
+            workload.name
+        );
+        self.by_target
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == workload.name || *t == full)
+            .map_or(self.default, |(_, t)| *t)
+    }
+
+    /// Adds one `TARGET=ITEM,...` spec (`*` sets the default).
+    ///
+    /// # Errors
+    /// A message naming what is wrong in `spec`.
+    pub fn add(&mut self, spec: &str) -> Result<(), String> {
+        let (target, items) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("{spec:?}: expected TARGET=start:DURATION,ready:DURATION"))?;
+        let target = target.trim();
+        if target.is_empty() {
+            return Err(format!(
+                "{spec:?}: the target (a workload name, ns/name or *) is empty"
+            ));
+        }
+        let mut timing = if target == "*" {
+            self.default
+        } else {
+            self.by_target
+                .iter()
+                .rev()
+                .find(|(t, _)| t == target)
+                .map_or(self.default, |(_, t)| *t)
+        };
+        for item in items.split(',').map(str::trim) {
+            let (key, value) = item.split_once(':').ok_or_else(|| {
+                format!("{spec:?}: {item:?} is not start:DURATION or ready:DURATION")
+            })?;
+            let d = super::script::parse_duration(value).map_err(|e| format!("{spec:?}: {e}"))?;
+            match key {
+                "start" => timing.start = d,
+                "ready" => timing.ready = d,
+                other => {
+                    return Err(format!(
+                        "{spec:?}: unknown item {other:?} (use start:DURATION or ready:DURATION)"
+                    ));
+                }
+            }
+        }
+        if target == "*" {
+            self.default = timing;
+        } else {
+            self.by_target.push((target.to_string(), timing));
+        }
+        Ok(())
+    }
+}
+
+/// Settings of the pod simulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOptions {
+    /// Start and ready times.
+    pub timings: PodTimings,
+    /// `leaseDurationSeconds` of the leader leases; holders renew and candidates retry every
+    /// third of it.
+    pub lease_duration: Duration,
+}
+
+impl Default for PodOptions {
+    fn default() -> Self {
+        PodOptions {
+            timings: PodTimings::default(),
+            lease_duration: Duration::from_secs(3),
+        }
+    }
+}
+
+/// What a pod suffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HarmKind {
+    /// A request of the live pod was refused (403).
+    Refused,
+    /// A right the pod held when it started is gone while it runs.
+    RightLost,
+    /// Something the pod needs (ConfigMap, Secret, ServiceAccount) existed while it ran and is
+    /// gone.
+    DependencyMissing,
+    /// A new generation started without a right the previous generation had when it started.
+    StartedWithout,
+}
+
+impl fmt::Display for HarmKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HarmKind::Refused => "refused",
+            HarmKind::RightLost => "right-lost",
+            HarmKind::DependencyMissing => "dependency-missing",
+            HarmKind::StartedWithout => "started-without",
+        })
+    }
+}
+
+/// One harm, as the simulator saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodHarm {
+    /// The workload of the pod.
+    pub workload: ObjectId,
+    /// `<workload>#<generation>`.
+    pub pod: String,
+    /// Who the pod runs as.
+    pub identity: Identity,
+    /// What kind of harm.
+    pub kind: HarmKind,
+    /// What was refused, lost or is missing, in words.
+    pub what: String,
+    /// The object refused or missing, when there is one (for naming the cause).
+    pub object: Option<ObjectId>,
+}
+
+/// A time during which no generation of a workload could lead: from a leader's first failed
+/// renewal to the next acquisition (`to: None`: never, up to the end of the run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseGap {
+    /// The workload.
+    pub workload: ObjectId,
+    /// The leader that failed to renew.
+    pub pod: String,
+    /// When its renewal first failed.
+    pub from: Instant,
+    /// When a generation took the lease again.
+    pub to: Option<Instant>,
+}
+
+/// What a finished pod simulator did.
+#[derive(Debug, Clone, Default)]
+pub struct PodSummary {
+    /// Generations started.
+    pub pods_started: usize,
+    /// Leaderless times.
+    pub lease_gaps: Vec<LeaseGap>,
+    /// Harms seen.
+    pub harms: usize,
+}
+
+/// The pod acting for a workload now: its leader, or, when no pod of the workload may hold a
+/// lease, its newest running generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acting {
+    /// `<workload>#<generation>`.
+    pub pod: String,
+    /// Who it runs as.
+    pub identity: Identity,
+    /// [`workload::template_hash`] of its template.
+    pub template_hash: u64,
+}
+
+/// Who acts for each workload, shared by the pod simulator (writer) and the operator
+/// simulator (reader), with a change counter to wake the reader.
+#[derive(Debug)]
+pub struct PodBoard {
+    acting: Mutex<HashMap<ObjectId, Acting>>,
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for PodBoard {
+    fn default() -> Self {
+        PodBoard {
+            acting: Mutex::new(HashMap::new()),
+            changes: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+impl PodBoard {
+    /// The pod acting for `workload`, if one runs.
+    ///
+    /// # Panics
+    /// If a writer panicked while holding the lock.
+    #[must_use]
+    pub fn acting(&self, workload: &ObjectId) -> Option<Acting> {
+        self.acting
+            .lock()
+            .expect("board lock")
+            .get(workload)
+            .cloned()
+    }
+
+    /// A receiver that changes whenever the board does.
+    #[must_use]
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn set(&self, workload: &ObjectId, acting: Option<Acting>) {
+        let mut map = self.acting.lock().expect("board lock");
+        let changed = match acting {
+            Some(a) => map.insert(workload.clone(), a.clone()).as_ref() != Some(&a),
+            None => map.remove(workload).is_some(),
+        };
+        drop(map);
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ns: &str, name: &str) -> ObjectId {
+        ObjectId {
+            group: "apps".into(),
+            kind: "Deployment".into(),
+            namespace: Some(ns.into()),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn timings_parse_per_target_with_a_default() {
+        let mut t = PodTimings::default();
+        t.add("*=start:1s").unwrap();
+        t.add("op=ready:2s").unwrap();
+        t.add("ns2/op=start:50ms,ready:0s").unwrap();
+        assert_eq!(
+            t.of(&id("ns", "op")),
+            Timing {
+                start: Duration::from_secs(1),
+                ready: Duration::from_secs(2)
+            }
+        );
+        assert_eq!(
+            t.of(&id("ns2", "op")),
+            Timing {
+                start: Duration::from_millis(50),
+                ready: Duration::ZERO
+            }
+        );
+        assert_eq!(t.of(&id("ns", "other")).start, Duration::from_secs(1));
+        for bad in ["op", "=start:1s", "op=start", "op=stop:1s", "op=start:soon"] {
+            assert!(t.add(bad).is_err(), "{bad}");
+        }
+    }
+}
