@@ -35,8 +35,8 @@ async fn clients() -> Clients {
     }
 }
 
-/// Install `from`, update to `to`, clean before and after; waits time out after 20 s.
-fn options(from: &Path, to: &Path) -> UpgradeOptions {
+/// Install `from`, update to `to`, clean before and after; waits time out after `wait`.
+fn options_waiting(from: &Path, to: &Path, wait: Duration) -> UpgradeOptions {
     let mut o = UpgradeOptions {
         from: from.to_path_buf(),
         to: to.to_path_buf(),
@@ -44,8 +44,13 @@ fn options(from: &Path, to: &Path) -> UpgradeOptions {
         clean_after: true,
         ..UpgradeOptions::default()
     };
-    o.apply.runner.wait_timeout = Duration::from_secs(20);
+    o.apply.runner.wait_timeout = wait;
     o
+}
+
+/// [`options_waiting`] 20 s: runs that must pass.
+fn options(from: &Path, to: &Path) -> UpgradeOptions {
+    options_waiting(from, to, Duration::from_secs(20))
 }
 
 /// Runs the e2e upgrade on the shared plane (real ClusterOperator CRD) and returns its report.
@@ -112,8 +117,8 @@ fn assert_no_harm(report: &UpgradeReport) {
     assert!(found.is_empty(), "harm: {:#?}", describe(&found));
 }
 
-/// OLD → HARMFUL: the check fails, and a harm of the harmed pod's account
-/// names the shape's object as its cause. When the new pods start without a right
+/// OLD → HARMFUL: the check fails, and a harm of the harmed pod's account names the shape's
+/// object as its cause. When the new pods start without a right
 /// ([`Shape::BindingAfterNewAccount`]) the binding comes only later, so no earlier task
 /// caused it: the cause, when named, is the binding or the Deployment's update.
 async fn harmful(shape: Shape) {
@@ -121,7 +126,14 @@ async fn harmful(shape: Shape) {
     let id = support::unique_name(&format!("harm-{}", shape.tag()));
     let fx: Fixture = harm::write(shape, dir.path(), &id);
     let _ns = NamespaceGuard::adopt(fx.namespace.clone());
-    let report = run(&options(&fx.old, &fx.harmful)).await;
+    // A harmful update may leave a ClusterOperator wait that never ends (new pods that cannot
+    // lead): a shorter timeout keeps the test fast.
+    let report = run(&options_waiting(
+        &fx.old,
+        &fx.harmful,
+        Duration::from_secs(10),
+    ))
+    .await;
 
     let check = live_pods_check(&report);
     assert!(
@@ -276,10 +288,9 @@ async fn bundled_buggy_payload_harms_the_machine_config_operator_and_leaves_a_le
     assert!(
         found.iter().any(|(_, h)| h.service_account == account
             && h.pod.starts_with("machine-config-operator#")
-            && h.cause.as_deref().is_some_and(|c| c
-                .split_whitespace()
-                .any(|w| w == MCO_BINDING)
-                && c.starts_with("delete "))),
+            && h.cause.as_deref().is_some_and(
+                |c| c.split_whitespace().any(|w| w == MCO_BINDING) && c.starts_with("delete ")
+            )),
         "no harm of {account} caused by the delete of {MCO_BINDING}: {:#?}",
         describe(&found)
     );

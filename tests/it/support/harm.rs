@@ -55,7 +55,9 @@ pub enum Shape {
     /// ServiceAccount `operator`, the old pods' account, deleted before the update.
     ServiceAccountDeleted,
     /// The Deployment moves to ServiceAccount `operator-v2`, whose RoleBinding to the lease Role
-    /// comes one run-level after the Deployment (fixed: before it).
+    /// comes one run-level after the Deployment (fixed: before it). The ClusterOperator wait
+    /// sits between them, so the new pods start without the lease rights the old pods had,
+    /// cannot lead, and the wait times out before the binding is applied.
     BindingAfterNewAccount,
 }
 
@@ -404,16 +406,6 @@ pub fn write(shape: Shape, dir: &Path, id: &str) -> Fixture {
     fixture
 }
 
-/// The run-level of the ClusterOperator manifest: after the late binding for
-/// [`Shape::BindingAfterNewAccount`] (so the new pods can lead once it is there).
-fn operator_level(shape: Shape) -> u32 {
-    if shape == Shape::BindingAfterNewAccount {
-        60
-    } else {
-        50
-    }
-}
-
 fn old_files(shape: Shape, id: &str) -> Vec<(String, String)> {
     let ns = id;
     let mut f = Files::new(id);
@@ -484,7 +476,7 @@ fn old_files(shape: Shape, id: &str) -> Vec<(String, String)> {
         deployment(ns, &format!("{id}-operator"), &pod, None),
     )
     .add(
-        operator_level(shape),
+        50,
         "06",
         "clusteroperator",
         cluster_operator(id, PLACEHOLDER),
@@ -701,7 +693,7 @@ fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
         deployment(ns, &format!("{id}-operator"), &pod, None),
     )
     .add(
-        operator_level(shape),
+        50,
         "06",
         "clusteroperator",
         cluster_operator(id, PLACEHOLDER),
