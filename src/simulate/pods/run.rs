@@ -538,11 +538,9 @@ impl Loop {
         let ids: Vec<ObjectId> = self.pods.keys().cloned().collect();
         // RBAC changed and a pod is about to stop: review before it goes, so that what it
         // lost while it ran is seen however short the rest of its life.
-        let stopping = self
-            .pods
-            .values()
-            .flat_map(|p| &p.generations)
-            .any(|g| g.state == State::Stopping || (g.state == State::Running && g.due <= now));
+        let stopping = self.pods.values().flat_map(|p| &p.generations).any(|g| {
+            g.state == State::Stopping || (g.state == State::Running && g.due <= now)
+        });
         if self.rbac_due.is_some_and(|t| t <= now || stopping) {
             self.rbac_due = None;
             self.review_rights().await;
