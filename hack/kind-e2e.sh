@@ -71,8 +71,9 @@ create=(kind create cluster --name "$NAME" --kubeconfig "$KC" --wait 180s)
 
 failures=0
 
-# run_e2e NAME EXPECT ARGS...: one upgrade e2e; EXPECT is "pass" (exit 0) or "finding" (exit 1
-# with the run completed and a delete-before-workload-update finding).
+# run_e2e NAME EXPECT ARGS...: one upgrade e2e; EXPECT is "pass" (exit 0, no harm, no lease gap)
+# or "finding" (exit 1 with the run completed, a delete-before-workload-update finding and a
+# live-pods-keep-access harm).
 run_e2e() {
   local name=$1 expect=$2 rc=0
   shift 2
@@ -91,12 +92,20 @@ except Exception as e:
     sys.exit(1)
 story = [c for c in r["checks"] if c["name"] == "delete-before-workload-update"]
 findings = story[0]["findings"] if story else []
+live = [c for c in r["checks"] if c["name"] == "live-pods-keep-access"]
+harms = live[0]["findings"] if live else []
+gaps = r.get("leaseGaps", [])
 if expect == "pass":
-    ok = rc == 0 and r["ok"]
+    ok = rc == 0 and r["ok"] and not harms and not gaps
 else:
-    ok = rc == 1 and r["completed"] and len(findings) > 0
+    # Both twins must see it: the plan positions and the live pods' harm.
+    ok = rc == 1 and r["completed"] and len(findings) > 0 and len(harms) > 0
 for f in findings:
     print("finding:", f)
+for h in harms:
+    print("harm:", h)
+for g in gaps:
+    print(f'lease gap: {g["workload"]} {g["seconds"]:.2f}s')
 for run in r["runs"]:
     print(f'{run["phase"]}: {"ok" if run["ok"] else "FAILED"} in {run["seconds"]:.2f}s, {run["requests"]} requests')
     if run.get("failure"):

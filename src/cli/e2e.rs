@@ -170,6 +170,7 @@ fn pod_options(a: &UpgradeArgs) -> anyhow::Result<PodOptions> {
     Ok(PodOptions {
         timings,
         lease_duration: a.lease_duration,
+        follow_rollout: a.wait_available,
     })
 }
 

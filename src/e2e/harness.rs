@@ -300,7 +300,10 @@ pub async fn upgrade(
         PodSimulator::start(
             clients.simulator.client.clone(),
             workloads,
-            options.pods.clone(),
+            PodOptions {
+                follow_rollout: options.wait_available,
+                ..options.pods.clone()
+            },
             Some(recorder.clone() as Arc<dyn SimObserver>),
         )
     });

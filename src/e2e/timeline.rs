@@ -14,7 +14,10 @@
 //!
 //! `t` is when the write completed (apply), was accepted (delete), or the event was seen;
 //! `start` (writes and waits) is when the task started. `task`, `start`, `outcome` and
-//! `detail` are extra fields beyond the documented ones and may be absent.
+//! `detail` are extra fields beyond the documented ones and may be absent. A `harm` event
+//! (a live simulated pod suffered, see [`crate::simulate::pods`]) names the pod's workload and
+//! adds `serviceAccount`, `pod`, `harm`, `what`, and `cause` / `causeTask` when the payload
+//! task behind it is known ([`super::harm::attribute`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

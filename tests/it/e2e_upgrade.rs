@@ -102,9 +102,10 @@ fn reported(report: &UpgradeReport, name: &str, version: &str) -> f64 {
         .t
 }
 
+/// The executor's invariants (the story check and `live-pods-keep-access` judge the payload).
 fn assert_invariants_hold(report: &UpgradeReport) {
     for c in &report.checks {
-        if c.name != e2e::STORY_CHECK {
+        if c.name != e2e::STORY_CHECK && c.name != e2e::LIVE_PODS_CHECK {
             assert!(c.passed(), "{}: {:?}", c.title(), c.failures);
         }
     }
@@ -147,7 +148,58 @@ fn assert_binding_deleted_before_operator_update(report: &UpgradeReport) {
         finding.contains("before ClusterOperator machine-config reported 4.14.0"),
         "{finding}"
     );
+    assert_old_pod_harmed(report);
     assert!(!report.ok());
+}
+
+/// The live pods felt it: the old operator pod, running as `default`, lost its rights to the
+/// binding delete while it led, and nobody led until its lease expired.
+fn assert_old_pod_harmed(report: &UpgradeReport) {
+    let live = report
+        .check(None, e2e::LIVE_PODS_CHECK)
+        .expect("live-pods-keep-access ran");
+    assert!(!live.passed(), "{}", report.text());
+    let harm = report
+        .timeline
+        .events
+        .iter()
+        .filter_map(|e| e.harm.as_ref().map(|h| (e, h)))
+        .find(|(_, h)| h.service_account == format!("{OPERATOR_NS}/default"))
+        .unwrap_or_else(|| panic!("no harm of the old operator pod: {}", report.text()));
+    assert_eq!(harm.0.action, TimelineAction::Harm);
+    assert_eq!(harm.0.object.name, "machine-config-operator");
+    assert!(
+        harm.1.pod.starts_with("machine-config-operator#"),
+        "{:?}",
+        harm.1
+    );
+    let cause = harm.1.cause.as_deref().unwrap_or_default();
+    assert!(
+        cause.starts_with("delete ClusterRoleBinding") && cause.ends_with(BINDING),
+        "{cause}"
+    );
+    let gap = report
+        .lease_gaps
+        .iter()
+        .find(|g| g.workload.ends_with("/machine-config-operator"))
+        .unwrap_or_else(|| panic!("no lease gap: {}", report.text()));
+    assert!(gap.seconds > 0.0, "{gap:?}");
+}
+
+/// The live pods felt nothing and every handover was immediate.
+fn assert_no_harm(report: &UpgradeReport) {
+    let live = report
+        .check(None, e2e::LIVE_PODS_CHECK)
+        .expect("live-pods-keep-access ran");
+    assert!(live.passed(), "{:?}", live.failures);
+    assert!(report.lease_gaps.is_empty(), "{:?}", report.lease_gaps);
+    assert!(
+        !report
+            .timeline
+            .events
+            .iter()
+            .any(|e| e.action == TimelineAction::Harm)
+    );
 }
 
 /// The fixed order: the binding goes only after machine-config reports the new version.
@@ -180,6 +232,7 @@ fn assert_binding_deleted_after_operator_reports(report: &UpgradeReport) {
         waited.t
     );
     assert!(report.story_findings().is_empty());
+    assert_no_harm(report);
 }
 
 #[tokio::test]
@@ -201,7 +254,11 @@ async fn upgrade_to_fixed_payload_deletes_binding_after_clusteroperator_reports(
     ];
     let report = run(o).await;
     assert_binding_deleted_after_operator_reports(&report);
-    let asserted: Vec<_> = report.checks.iter().filter(|c| c.phase.is_none()).collect();
+    let asserted: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.phase.is_none() && c.name != e2e::LIVE_PODS_CHECK)
+        .collect();
     assert_eq!(asserted.len(), 2);
     assert!(asserted.iter().all(|c| c.passed()), "{asserted:?}");
 }
@@ -255,6 +312,8 @@ async fn openshift_multi_installs_and_upgrades_completely() {
     o.create_missing_namespaces = true;
     let report = run(o).await;
     assert!(report.ok(), "{}", report.text());
+    // Every workload of the corpus lived as simulated pods, unharmed.
+    assert_no_harm(&report);
     let install = report.run(Phase::Install).unwrap();
     assert_eq!(install.report.counts.failed, 0);
     assert_eq!(

@@ -120,7 +120,11 @@ impl Identity {
                 Some(&review),
             )
             .await?;
-        Ok(answer.body.pointer("/status/allowed").and_then(Value::as_bool) == Some(true))
+        Ok(answer
+            .body
+            .pointer("/status/allowed")
+            .and_then(Value::as_bool)
+            == Some(true))
     }
 
     /// Its effective rights in its namespace (a SelfSubjectRulesReview, as itself).

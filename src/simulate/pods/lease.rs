@@ -38,9 +38,7 @@ pub fn micro_time(us: i64) -> String {
 /// Parses a `MicroTime` (or any RFC 3339 time) to microseconds since the epoch.
 #[must_use]
 pub fn parse_time(s: &str) -> Option<i64> {
-    s.parse::<Timestamp>()
-        .ok()
-        .map(|t| t.as_microsecond())
+    s.parse::<Timestamp>().ok().map(|t| t.as_microsecond())
 }
 
 /// Now, in microseconds since the epoch.

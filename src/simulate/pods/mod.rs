@@ -142,6 +142,9 @@ pub struct PodOptions {
     /// `leaseDurationSeconds` of the leader leases; holders renew and candidates retry every
     /// third of it.
     pub lease_duration: Duration,
+    /// On a cluster that runs pods (`--wait-available`): a generation becomes available when
+    /// its workload's rollout is complete, not after the ready time.
+    pub follow_rollout: bool,
 }
 
 impl Default for PodOptions {
@@ -149,6 +152,7 @@ impl Default for PodOptions {
         PodOptions {
             timings: PodTimings::default(),
             lease_duration: Duration::from_secs(3),
+            follow_rollout: false,
         }
     }
 }

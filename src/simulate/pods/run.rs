@@ -151,6 +151,8 @@ struct Pods {
     last_rules: Option<(String, Rights)>,
     /// An open leaderless time: the leader that failed to renew and since when.
     gap: Option<(String, Instant)>,
+    /// The workload as last seen.
+    live: Value,
 }
 
 struct Loop {
@@ -421,8 +423,10 @@ impl Loop {
             count: 0,
             last_rules: None,
             gap: None,
+            live: Value::Null,
         });
         p.rollout = workload::rollout(kind, live);
+        p.live = live.clone();
         if p.hash == Some(hash) {
             return;
         }
@@ -538,9 +542,11 @@ impl Loop {
         let ids: Vec<ObjectId> = self.pods.keys().cloned().collect();
         // RBAC changed and a pod is about to stop: review before it goes, so that what it
         // lost while it ran is seen however short the rest of its life.
-        let stopping = self.pods.values().flat_map(|p| &p.generations).any(|g| {
-            g.state == State::Stopping || (g.state == State::Running && g.due <= now)
-        });
+        let stopping = self
+            .pods
+            .values()
+            .flat_map(|p| &p.generations)
+            .any(|g| g.state == State::Stopping || (g.state == State::Running && g.due <= now));
         if self.rbac_due.is_some_and(|t| t <= now || stopping) {
             self.rbac_due = None;
             self.review_rights().await;
@@ -565,7 +571,9 @@ impl Loop {
         for p in self.pods.values() {
             for g in &p.generations {
                 match g.state {
-                    State::Starting | State::Running => due(g.due),
+                    State::Starting => due(g.due),
+                    State::Running if !self.options.follow_rollout => due(g.due),
+                    State::Running => {}
                     State::Stopping => due(now),
                     State::Available => {}
                 }
