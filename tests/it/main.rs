@@ -41,6 +41,7 @@ mod e2e_cli;
 mod e2e_implicit_capabilities;
 mod e2e_upgrade;
 mod fuzz_corpus;
+mod lint_harm_shapes;
 mod load_errors;
 mod merge_cluster;
 mod merge_cluster_kinds;

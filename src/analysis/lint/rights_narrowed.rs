@@ -18,11 +18,18 @@
 //! Either is an error when it can run before or in parallel with the workload's update, or
 //! before its component's ClusterOperator wait. Roles with an `aggregationRule` are left out:
 //! their rules belong to the aggregation controller, not to the payload.
+//!
+//! The new pods can lack a right too: when this payload moves a workload of the previous payload
+//! to another ServiceAccount, and the binding that grants the new account a role the old pods
+//! held runs only after (or in parallel with) the workload's update, the new pods start without
+//! that role. An apply of such a binding is an error as well, unless a binding of the previous
+//! payload, or one of this payload that runs before the update, already grants the role to the
+//! new account.
 
 use super::{Context, Finding, Location, Rule, Severity, Side, applies};
 use crate::analysis::references::{Use, Via, binding_uses, is_binding, is_workload, role_of};
 use crate::manifest::{Manifest, ObjectId};
-use crate::plan::Action;
+use crate::plan::{Action, Task};
 use crate::rbac::{Right, describe, lost_rights};
 
 const RBAC: &str = "rbac.authorization.k8s.io";
@@ -162,7 +169,112 @@ pub fn check(cx: &Context) -> Vec<Finding> {
             }
         }
     }
+    findings.extend(late_bindings(cx, &old(is_workload), &bindings));
     findings
+}
+
+/// The roles among `uses` (granted through a binding), with the account they are granted to.
+fn granted_roles(uses: Vec<Use>) -> Vec<(ObjectId, String)> {
+    uses.into_iter()
+        .filter_map(|u| match u.via {
+            Via::Role {
+                service_account, ..
+            } => Some((u.target, service_account)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Applies of bindings that grant the ServiceAccount of a workload's new pods a role its pods
+/// of the previous payload held, and that run only after or in parallel with the workload's
+/// update: the new pods start without the role. `old_workloads` and `old_bindings` are the
+/// previous payload's.
+fn late_bindings(
+    cx: &Context,
+    old_workloads: &[&Manifest],
+    old_bindings: &[&Manifest],
+) -> Vec<Finding> {
+    let new_bindings: Vec<&Task> = cx
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| applies(t) && is_binding(&t.manifest))
+        .collect();
+    let mut seen: Vec<(usize, ObjectId)> = Vec::new();
+    let mut findings = Vec::new();
+    for u in cx
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| applies(t) && is_workload(&t.manifest))
+    {
+        let Some(old_w) = old_workloads.iter().find(|w| w.id == u.manifest.id) else {
+            continue;
+        };
+        let held: Vec<ObjectId> = granted_roles(binding_uses(old_w, old_bindings.iter().copied()))
+            .into_iter()
+            .map(|(role, _)| role)
+            .collect();
+        if held.is_empty() {
+            continue;
+        }
+        // The bindings on the cluster when the update lands: the previous payload's, and this
+        // payload's that always run before it.
+        let early = new_bindings
+            .iter()
+            .filter(|b| cx.runs_before(b.id, u.id))
+            .map(|b| &b.manifest);
+        let ready: Vec<ObjectId> = granted_roles(binding_uses(
+            &u.manifest,
+            old_bindings.iter().copied().chain(early),
+        ))
+        .into_iter()
+        .map(|(role, _)| role)
+        .collect();
+        for b in new_bindings.iter().filter(|b| !cx.runs_before(b.id, u.id)) {
+            for (role, account) in granted_roles(binding_uses(&u.manifest, [&b.manifest])) {
+                if !held.contains(&role) || ready.contains(&role) {
+                    continue;
+                }
+                if seen.contains(&(b.id, role.clone())) {
+                    continue;
+                }
+                seen.push((b.id, role.clone()));
+                findings.push(late_binding(cx, b.id, u.id, old_w, &account, &role));
+            }
+        }
+    }
+    findings
+}
+
+fn late_binding(
+    cx: &Context,
+    b: usize,
+    u: usize,
+    old_w: &Manifest,
+    account: &str,
+    role: &ObjectId,
+) -> Finding {
+    let w = &cx.plan.tasks[u].manifest.id;
+    let order = if cx.runs_before(u, b) {
+        "after"
+    } else {
+        "in parallel with"
+    };
+    Finding::at(
+        Rule::RightsLostBeforeRollout,
+        Severity::Error,
+        cx.location(b),
+        format!(
+            "applied {order} the update of {w}, whose new pods run as {account}: they start without {role}, which this binding grants them and which the pods of the previous payload held"
+        ),
+    )
+    .hint(format!(
+        "apply {} before the update of {w} (in an earlier file of the same component, or at a lower run-level), so the new pods start with the rights of the old ones",
+        cx.plan.tasks[b].manifest.id
+    ))
+    .related("user", Location::of(old_w, Side::Previous))
+    .related("update", cx.location(u))
 }
 
 /// How an apply of NEW changes an RBAC object of the previous payload.

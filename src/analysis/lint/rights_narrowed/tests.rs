@@ -387,3 +387,125 @@ fn wildcards_and_names_match_as_the_authorizer_does() {
         assert_eq!(lost(old, new), want, "{case}");
     }
 }
+
+/// Deployment `op/op` running as ServiceAccount `op/other`.
+fn moved_deployment() -> String {
+    op_deployment("      serviceAccountName: other\n", "new")
+}
+
+/// The new release moves the Deployment to `op/other`; `extra` are its RBAC files.
+fn moved(extra: Vec<(&'static str, String)>) -> Vec<super::super::Finding> {
+    let mut files = vec![
+        ("0000_50_op_00_namespace.yaml", namespace()),
+        ("0000_50_op_02_role.yaml", role(FULL)),
+        keep_binding(),
+        ("0000_50_op_04_deployment.yaml", moved_deployment()),
+        ("0000_50_op_06_clusteroperator.yaml", cluster_operator()),
+    ];
+    files.extend(extra);
+    let findings = lint_files(&refs(&files), Some(&refs(&old())));
+    of_rule(&findings, Rule::RightsLostBeforeRollout)
+        .into_iter()
+        .cloned()
+        .collect()
+}
+
+/// ClusterRoleBinding `name` of ClusterRole `role` to `subjects`.
+fn named_binding(name: &str, role: &str, subjects: &str) -> String {
+    obj(
+        RBAC_API,
+        "ClusterRoleBinding",
+        "",
+        name,
+        "",
+        &format!(
+            "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {role}\nsubjects:\n{subjects}"
+        ),
+    )
+}
+
+#[test]
+fn new_account_bound_after_the_update_starts_without_the_old_rights() {
+    // (case, NEW's extra files, expected findings, text every finding contains)
+    let cases: Vec<(&str, Files, usize, &str)> = vec![
+        (
+            "binding one run-level after the Deployment",
+            vec![(
+                "0000_55_op_02_binding.yaml",
+                named_binding("op-other", "op", OTHER_SA),
+            )],
+            1,
+            "applied after the update of Deployment.apps op/op, whose new pods run as ServiceAccount op/other: they start without ClusterRole.rbac.authorization.k8s.io op",
+        ),
+        (
+            "binding by another component of the same run-level",
+            vec![(
+                "0000_50_other_02_binding.yaml",
+                named_binding("op-other", "op", OTHER_SA),
+            )],
+            1,
+            "applied in parallel with the update",
+        ),
+        (
+            "binding before the Deployment",
+            vec![(
+                "0000_50_op_03_binding.yaml",
+                named_binding("op-other", "op", OTHER_SA),
+            )],
+            0,
+            "",
+        ),
+        (
+            "late binding of a role the old pods did not hold",
+            vec![(
+                "0000_55_op_02_binding.yaml",
+                named_binding("op-other", "view", OTHER_SA),
+            )],
+            0,
+            "",
+        ),
+        (
+            "late binding, but an earlier one already grants the role",
+            vec![
+                (
+                    "0000_50_op_03_early.yaml",
+                    named_binding("op-early", "op", OTHER_SA),
+                ),
+                (
+                    "0000_55_op_02_binding.yaml",
+                    named_binding("op-other", "op", OTHER_SA),
+                ),
+            ],
+            0,
+            "",
+        ),
+    ];
+    for (case, extra, want, text) in cases {
+        let found = moved(extra);
+        assert_eq!(found.len(), want, "{case}: {found:#?}");
+        for f in &found {
+            assert_eq!(f.severity, Severity::Error, "{case}");
+            assert!(f.message.contains(text), "{case}: {}", f.message);
+            let roles: Vec<&str> = f.related.iter().map(|r| r.role.as_str()).collect();
+            assert_eq!(roles, ["user", "update"], "{case}");
+            assert!(
+                f.hint.as_ref().unwrap().contains("before the update"),
+                "{case}"
+            );
+        }
+    }
+}
+
+#[test]
+fn same_account_with_its_old_binding_needs_no_new_binding() {
+    // The Deployment keeps its account; a late extra binding of the same role adds nothing new.
+    let found = hits(vec![
+        ("0000_50_op_02_role.yaml", role(FULL)),
+        keep_binding(),
+        (
+            "0000_55_op_02_binding.yaml",
+            named_binding("op-again", "op", DEFAULT_SA),
+        ),
+    ]);
+    assert!(found.is_empty(), "{found:#?}");
+}

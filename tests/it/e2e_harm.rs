@@ -1,0 +1,386 @@
+//! Live simulated pods on the test control plane: the e2e run sees the harm an update does to
+//! pods that still run, with no assertion given. For each shape of
+//! [`crate::support::harm`], OLD → HARMFUL fails the `live-pods-keep-access` check with a
+//! `harm` event for the harmed pods' ServiceAccount that names the object the payload took
+//! away, and OLD → FIXED passes it with no harm. The bundled machine-config story shows the
+//! same harm and a leader-lease gap before the fix and neither after, and a rollout's
+//! generations overlap under `RollingUpdate` and not under `Recreate`.
+//!
+//! The shape payloads use names unique to each test (namespace, ClusterOperator, ClusterRoles),
+//! so those tests run in parallel; the bundled samples use fixed names and hold
+//! [`support::fixed_names_lock`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use minicvo::e2e::{
+    self, Clients, Harm, Phase, TimelineAction, TimelineEvent, UpgradeOptions, UpgradeReport,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::harm::{self, Fixture, Shape};
+use crate::support::{self, NamespaceGuard};
+
+/// The check that fails on every harm.
+const LIVE_PODS: &str = "live-pods-keep-access";
+
+async fn clients() -> Clients {
+    let path = PathBuf::from(
+        std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG is not set"),
+    );
+    let connect = || minicvo::apply::connect(Some(&path), None);
+    Clients {
+        apply: connect().await.expect("connect"),
+        simulator: connect().await.expect("connect"),
+    }
+}
+
+/// Install `from`, update to `to`, clean before and after; waits time out after `wait`.
+fn options_waiting(from: &Path, to: &Path, wait: Duration) -> UpgradeOptions {
+    let mut o = UpgradeOptions {
+        from: from.to_path_buf(),
+        to: to.to_path_buf(),
+        clean: true,
+        clean_after: true,
+        ..UpgradeOptions::default()
+    };
+    o.apply.runner.wait_timeout = wait;
+    o
+}
+
+/// [`options_waiting`] 20 s: runs that must pass.
+fn options(from: &Path, to: &Path) -> UpgradeOptions {
+    options_waiting(from, to, Duration::from_secs(20))
+}
+
+/// Runs the e2e upgrade on the shared plane (real ClusterOperator CRD) and returns its report.
+async fn run(options: &UpgradeOptions) -> UpgradeReport {
+    let admin = support::openshift::shared_plane_crds().await;
+    let report = e2e::upgrade(&clients().await, options, None, CancellationToken::new())
+        .await
+        .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
+    eprintln!("{}", report.text());
+    support::openshift::assert_real_crds(&admin, "Default").await;
+    report
+}
+
+fn live_pods_check(report: &UpgradeReport) -> &e2e::Check {
+    report
+        .checks
+        .iter()
+        .find(|c| c.name == LIVE_PODS)
+        .unwrap_or_else(|| panic!("no {LIVE_PODS} check in {:?}", check_names(report)))
+}
+
+fn check_names(report: &UpgradeReport) -> Vec<&str> {
+    report.checks.iter().map(|c| c.name.as_str()).collect()
+}
+
+/// Every harm event of the run, with its harm.
+fn harms(report: &UpgradeReport) -> Vec<(&TimelineEvent, &Harm)> {
+    report
+        .timeline
+        .events
+        .iter()
+        .filter(|e| e.action == TimelineAction::Harm)
+        .map(|e| {
+            let h = e
+                .harm
+                .as_ref()
+                .unwrap_or_else(|| panic!("harm event without harm: {e:?}"));
+            (e, h)
+        })
+        .collect()
+}
+
+fn describe(harms: &[(&TimelineEvent, &Harm)]) -> Vec<String> {
+    harms
+        .iter()
+        .map(|(e, h)| {
+            format!(
+                "t={} {} {}: {} {} ({:?}), cause {:?}",
+                e.t, e.phase, h.pod, h.service_account, h.what, h.kind, h.cause
+            )
+        })
+        .collect()
+}
+
+fn assert_no_harm(report: &UpgradeReport) {
+    let check = live_pods_check(report);
+    assert!(
+        check.passed(),
+        "{LIVE_PODS} failed: {:?}\n{}",
+        check.failures,
+        report.text()
+    );
+    let found = harms(report);
+    assert!(found.is_empty(), "harm: {:#?}", describe(&found));
+}
+
+/// OLD → HARMFUL: the check fails, and a harm of the harmed pod's account names the shape's
+/// object as its cause. When the new pods start without a right
+/// ([`Shape::BindingAfterNewAccount`]) the binding comes only later, so no earlier task
+/// caused it: the cause, when named, is the binding or the Deployment's update.
+async fn harmful(shape: Shape) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = support::unique_name(&format!("harm-{}", shape.tag()));
+    let fx: Fixture = harm::write(shape, dir.path(), &id);
+    let _ns = NamespaceGuard::adopt(fx.namespace.clone());
+    // A harmful update may leave a ClusterOperator wait that never ends (new pods that cannot
+    // lead): a shorter timeout keeps the test fast.
+    let report = run(&options_waiting(
+        &fx.old,
+        &fx.harmful,
+        Duration::from_secs(10),
+    ))
+    .await;
+
+    let check = live_pods_check(&report);
+    assert!(
+        !check.passed(),
+        "{}: {LIVE_PODS} passed\n{}",
+        shape.tag(),
+        report.text()
+    );
+    let found = harms(&report);
+    assert!(
+        !found.is_empty(),
+        "{}: no harm event, but {LIVE_PODS} found {:?}",
+        shape.tag(),
+        check.failures
+    );
+    let matching = found.iter().any(|(e, h)| {
+        e.phase == Phase::Upgrade
+            && h.service_account == fx.harmed_account
+            && h.pod == fx.harmed_pod
+            && match (shape, h.cause.as_deref()) {
+                (Shape::BindingAfterNewAccount, None) => true,
+                (Shape::BindingAfterNewAccount, Some(c)) => {
+                    fx.cause_names_object(c)
+                        || (c.contains("Deployment") && c.contains(&fx.workload))
+                }
+                (_, Some(c)) => fx.cause_names_object(c),
+                (_, None) => false,
+            }
+    });
+    assert!(
+        matching,
+        "{}: no harm of {} ({}) caused by {} {}: {:#?}",
+        shape.tag(),
+        fx.harmed_pod,
+        fx.harmed_account,
+        fx.cause_kind,
+        fx.cause_name,
+        describe(&found)
+    );
+    assert!(!report.ok(), "{}: the run passed", shape.tag());
+}
+
+/// OLD → FIXED: the check passes and nothing is harmed.
+async fn fixed(shape: Shape) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = support::unique_name(&format!("fixed-{}", shape.tag()));
+    let fx = harm::write(shape, dir.path(), &id);
+    let _ns = NamespaceGuard::adopt(fx.namespace.clone());
+    let report = run(&options(&fx.old, &fx.fixed)).await;
+    assert!(report.completed(), "{}: {}", shape.tag(), report.text());
+    assert_no_harm(&report);
+    assert!(report.ok(), "{}: {}", shape.tag(), report.text());
+}
+
+#[tokio::test]
+async fn rolebinding_deleted_before_update_harms_old_pods() {
+    harmful(Shape::RoleBindingDeleted).await;
+}
+
+#[tokio::test]
+async fn rolebinding_deleted_after_wait_harms_nobody() {
+    fixed(Shape::RoleBindingDeleted).await;
+}
+
+#[tokio::test]
+async fn role_deleted_before_update_harms_old_pods() {
+    harmful(Shape::RoleDeleted).await;
+}
+
+#[tokio::test]
+async fn role_deleted_after_wait_harms_nobody() {
+    fixed(Shape::RoleDeleted).await;
+}
+
+#[tokio::test]
+async fn clusterrole_narrowed_before_update_harms_old_pods() {
+    harmful(Shape::ClusterRoleNarrowed).await;
+}
+
+#[tokio::test]
+async fn clusterrole_narrowed_after_wait_harms_nobody() {
+    fixed(Shape::ClusterRoleNarrowed).await;
+}
+
+#[tokio::test]
+async fn mounted_configmap_deleted_before_update_harms_old_pods() {
+    harmful(Shape::ConfigMapDeleted).await;
+}
+
+#[tokio::test]
+async fn mounted_configmap_deleted_after_wait_harms_nobody() {
+    fixed(Shape::ConfigMapDeleted).await;
+}
+
+#[tokio::test]
+async fn secret_deleted_before_update_harms_old_pods() {
+    harmful(Shape::SecretDeleted).await;
+}
+
+#[tokio::test]
+async fn secret_deleted_after_wait_harms_nobody() {
+    fixed(Shape::SecretDeleted).await;
+}
+
+#[tokio::test]
+async fn serviceaccount_deleted_before_update_harms_old_pods() {
+    harmful(Shape::ServiceAccountDeleted).await;
+}
+
+#[tokio::test]
+async fn serviceaccount_deleted_after_wait_harms_nobody() {
+    fixed(Shape::ServiceAccountDeleted).await;
+}
+
+#[tokio::test]
+async fn new_account_bound_after_update_harms_new_pods() {
+    harmful(Shape::BindingAfterNewAccount).await;
+}
+
+#[tokio::test]
+async fn new_account_bound_before_update_harms_nobody() {
+    fixed(Shape::BindingAfterNewAccount).await;
+}
+
+const MCO_NS: &str = "openshift-machine-config-operator";
+const MCO_BINDING: &str = "default-account-openshift-machine-config-operator";
+const MCO_WORKLOAD: &str = "Deployment openshift-machine-config-operator/machine-config-operator";
+
+/// The bundled sample `payload/NAME` (without its stand-in CRDs), with fixed names: the caller
+/// holds [`support::fixed_names_lock`].
+fn sample(name: &str) -> PathBuf {
+    support::openshift::sample(name)
+}
+
+/// The lease gap of the machine-config Deployment, in seconds (0 when none is reported).
+fn mco_lease_gap(report: &UpgradeReport) -> f64 {
+    report
+        .lease_gaps
+        .iter()
+        .filter(|g| g.workload == MCO_WORKLOAD)
+        .map(|g| g.seconds)
+        .sum()
+}
+
+#[tokio::test]
+async fn bundled_buggy_payload_harms_the_machine_config_operator_and_leaves_a_lease_gap() {
+    let _lock = support::fixed_names_lock().await;
+    let report = run(&options(&sample("old"), &sample("new-buggy"))).await;
+    assert!(!live_pods_check(&report).passed(), "{}", report.text());
+    let found = harms(&report);
+    let account = format!("{MCO_NS}/default");
+    assert!(
+        found.iter().any(|(_, h)| h.service_account == account
+            && h.pod.starts_with("machine-config-operator#")
+            && h.cause.as_deref().is_some_and(
+                |c| c.split_whitespace().any(|w| w == MCO_BINDING) && c.starts_with("delete ")
+            )),
+        "no harm of {account} caused by the delete of {MCO_BINDING}: {:#?}",
+        describe(&found)
+    );
+    let gap = mco_lease_gap(&report);
+    assert!(
+        gap > 0.0,
+        "no lease gap for {MCO_WORKLOAD}: {:?}",
+        report
+            .lease_gaps
+            .iter()
+            .map(|g| (&g.workload, g.seconds))
+            .collect::<Vec<_>>()
+    );
+    assert!(!report.ok());
+}
+
+#[tokio::test]
+async fn bundled_fixed_payload_harms_nobody_and_leaves_no_lease_gap() {
+    let _lock = support::fixed_names_lock().await;
+    let report = run(&options(&sample("old"), &sample("new"))).await;
+    assert!(report.completed(), "{}", report.text());
+    assert_no_harm(&report);
+    assert!(
+        mco_lease_gap(&report) == 0.0,
+        "lease gap for {MCO_WORKLOAD}: {}",
+        mco_lease_gap(&report)
+    );
+    assert!(report.ok(), "{}", report.text());
+}
+
+/// The position in the upgrade timeline of the observed event `pod <workload>#<n> <what>`.
+fn pod_event(report: &UpgradeReport, workload: &str, generation: u32, what: &str) -> usize {
+    let want = format!("pod {workload}#{generation} {what}");
+    report
+        .timeline
+        .events
+        .iter()
+        .position(|e| {
+            e.phase == Phase::Upgrade
+                && e.action == TimelineAction::Observed
+                && e.object.kind == "Deployment"
+                && e.object.name == workload
+                && e.detail.as_deref().is_some_and(|d| d.starts_with(&want))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no upgrade event `{want}` of Deployment {workload}: {:#?}",
+                report
+                    .timeline
+                    .events
+                    .iter()
+                    .filter(|e| e.object.name == workload)
+                    .map(|e| (e.t, e.action, e.detail.clone()))
+                    .collect::<Vec<_>>()
+            )
+        })
+}
+
+/// Updates one operator whose NEW Deployment has `strategy`; returns the run's report and the
+/// positions of (generation 1 stopped, generation 2 started) in its timeline.
+async fn rollout(strategy: &str) -> (UpgradeReport, usize, usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = support::unique_name(&format!("rollout-{}", strategy.to_lowercase()));
+    let (old, new) = harm::write_rollout(dir.path(), &id, strategy);
+    let _ns = NamespaceGuard::adopt(id.clone());
+    let report = run(&options(&old, &new)).await;
+    assert!(report.completed(), "{}", report.text());
+    assert_no_harm(&report);
+    let workload = format!("{id}-operator");
+    let stopped = pod_event(&report, &workload, 1, "stopped");
+    let started = pod_event(&report, &workload, 2, "started");
+    (report, stopped, started)
+}
+
+#[tokio::test]
+async fn rolling_update_overlaps_the_generations() {
+    let (report, stopped, started) = rollout("RollingUpdate").await;
+    assert!(
+        started < stopped,
+        "#2 started (event {started}) after #1 stopped (event {stopped})\n{}",
+        report.text()
+    );
+}
+
+#[tokio::test]
+async fn switch_to_recreate_stops_the_old_generation_first() {
+    let (report, stopped, started) = rollout("Recreate").await;
+    assert!(
+        stopped < started,
+        "#1 stopped (event {stopped}) after #2 started (event {started})\n{}",
+        report.text()
+    );
+}
