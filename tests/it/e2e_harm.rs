@@ -22,7 +22,7 @@ use crate::support::harm::{self, Fixture, Shape};
 use crate::support::{self, NamespaceGuard};
 
 /// The check that fails on every harm.
-const LIVE_PODS: &str = "live-pods-keep-access";
+const LIVE_PODS: &str = e2e::LIVE_PODS_CHECK;
 
 async fn clients() -> Clients {
     let path = PathBuf::from(

@@ -38,6 +38,7 @@ mod cluster_version_real_crd;
 mod conformance;
 mod e2e_apply_hooks;
 mod e2e_cli;
+mod e2e_harm;
 mod e2e_implicit_capabilities;
 mod e2e_upgrade;
 mod fuzz_corpus;
