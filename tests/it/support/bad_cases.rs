@@ -455,10 +455,6 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
-/// The built `minicvo` binary.
-pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_minicvo"))
-}
 
 /// Runs `minicvo ARGS` with `envs`, killing it (and its process group) after `timeout`, and
 /// measures its peak RSS: with GNU time's `%M` when `/usr/bin/time` exists (exact), else by
@@ -467,22 +463,33 @@ pub fn binary() -> PathBuf {
 pub fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Outcome {
     let time = Path::new("/usr/bin/time");
     let rss_file = tempfile::NamedTempFile::new().unwrap();
+    // The binary as `support::cli::command` starts it, under GNU time when there is one.
+    let base = super::cli::command(args);
     let mut cmd = if time.exists() {
         let mut c = Command::new(time);
         c.arg("-f")
             .arg("%M")
             .arg("-o")
             .arg(rss_file.path())
-            .arg(binary());
+            .arg(base.get_program())
+            .args(base.get_args());
         c
     } else {
-        Command::new(binary())
+        let mut c = Command::new(base.get_program());
+        c.args(base.get_args());
+        c
     };
+    if let Some(dir) = base.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (k, v) in base.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    cmd.args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
-        .envs(envs.iter().copied())
+    cmd.envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
