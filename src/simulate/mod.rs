@@ -23,6 +23,7 @@ pub mod pods;
 mod run;
 pub mod script;
 pub mod status;
+mod wake;
 
 pub use operators::{OperatorSpec, Workload, operators};
 pub use run::{

@@ -22,6 +22,7 @@ use super::operators::{OperatorSpec, rolled_out, template_updated};
 use super::pods::{Acting, HarmKind, Identity, PodBoard, PodHarm, workload};
 use super::script::{Report, Scripts};
 use super::status::{already_reported, status_for, summary};
+use super::wake::{Wake, wake};
 use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::manifest::ObjectId;
 
@@ -716,12 +717,6 @@ async fn run(
     let mut board = l.options.pods.as_ref().map(|b| b.changes());
     let mut next: Option<Instant> = None;
     loop {
-        let sleep = async {
-            match next {
-                Some(t) => tokio::time::sleep_until(t).await,
-                None => std::future::pending().await,
-            }
-        };
         let pods_changed = async {
             match board.as_mut() {
                 Some(rx) => {
@@ -732,18 +727,9 @@ async fn run(
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = pods_changed => {}
-            item = streams.next() => match item {
-                Some(item) => l.handle(item),
-                None => break,
-            },
-            () = sleep => {}
-        }
-        // Drain whatever else is ready before acting, so one burst is one evaluation.
-        while let Some(Some(item)) = futures::FutureExt::now_or_never(streams.next()) {
-            l.handle(item);
+        match wake(&mut streams, next, pods_changed, &cancel).await {
+            Wake::Stop => break,
+            Wake::Events(items) => items.into_iter().for_each(|item| l.handle(item)),
         }
         next = l.step(Instant::now()).await;
     }

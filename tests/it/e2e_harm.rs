@@ -25,14 +25,7 @@ use crate::support::{self, NamespaceGuard};
 const LIVE_PODS: &str = e2e::LIVE_PODS_CHECK;
 
 async fn clients() -> Clients {
-    let path = PathBuf::from(
-        std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG is not set"),
-    );
-    let connect = || minicvo::apply::connect(Some(&path), None);
-    Clients {
-        apply: connect().await.expect("connect"),
-        simulator: connect().await.expect("connect"),
-    }
+    support::apply::e2e_clients().await
 }
 
 /// Install `from`, update to `to`, clean before and after; waits time out after `wait`.

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use minicvo::apply::Outcome;
-use minicvo::e2e::{self, Clients, Phase, UpgradeOptions};
+use minicvo::e2e::{self, Phase, UpgradeOptions};
 use minicvo::filter::Capabilities;
 use tokio_util::sync::CancellationToken;
 
@@ -47,11 +47,7 @@ async fn the_upgrade_phase_applies_a_manifest_moved_under_a_disabled_capability(
     options.load.filters.capabilities =
         Capabilities::Enabled(BTreeSet::from(["MachineAPI".to_string()]));
     options.apply.record_cluster_version = false;
-    let conn = || apply_util::connection(None);
-    let clients = Clients {
-        apply: conn().await,
-        simulator: conn().await,
-    };
+    let clients = apply_util::e2e_clients().await;
     let report = e2e::upgrade(&clients, &options, None, CancellationToken::new())
         .await
         .unwrap_or_else(|e| panic!("e2e could not run: {e}"));

@@ -26,14 +26,7 @@ fn sample(name: &str) -> PathBuf {
 }
 
 async fn clients() -> Clients {
-    let path = PathBuf::from(
-        std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG is not set"),
-    );
-    let connect = || minicvo::apply::connect(Some(&path), None);
-    Clients {
-        apply: connect().await.expect("connect"),
-        simulator: connect().await.expect("connect"),
-    }
+    support::apply::e2e_clients().await
 }
 
 fn options(from: PathBuf, to: PathBuf) -> UpgradeOptions {

@@ -97,3 +97,16 @@ pub(super) fn id_of(kind: &str, o: &Value) -> ObjectId {
         name: s("/metadata/name").unwrap_or_default(),
     }
 }
+
+/// Which of `known` (of every kind) are of `which`'s kind and missing from a fresh list.
+pub(super) fn gone<'a>(
+    known: impl Iterator<Item = &'a ObjectId>,
+    which: Watched,
+    listed: &[Value],
+) -> Vec<ObjectId> {
+    let listed: HashSet<ObjectId> = listed.iter().map(|o| id_of(which.kind(), o)).collect();
+    known
+        .filter(|id| id.kind == which.kind() && !listed.contains(*id))
+        .cloned()
+        .collect()
+}

@@ -5,7 +5,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use futures::StreamExt as _;
 use kube::Client;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -21,6 +20,7 @@ use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
 use crate::manifest::ObjectId;
 use crate::rbac::{Right, describe, lost};
+use crate::simulate::wake::{Wake, wake};
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
 
 /// A running pod simulator; stop it with [`PodSimulator::stop`].
@@ -126,22 +126,9 @@ impl Loop {
         let mut streams = follow::streams(&self.client, &self.interesting);
         let mut next: Option<Instant> = None;
         loop {
-            let sleep = async {
-                match next {
-                    Some(t) => tokio::time::sleep_until(t).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = cancel.cancelled() => break,
-                item = streams.next() => match item {
-                    Some(item) => self.handle(item),
-                    None => break,
-                },
-                () = sleep => {}
-            }
-            while let Some(Some(item)) = futures::FutureExt::now_or_never(streams.next()) {
-                self.handle(item);
+            match wake(&mut streams, next, std::future::pending(), &cancel).await {
+                Wake::Stop => break,
+                Wake::Events(items) => items.into_iter().for_each(|item| self.handle(item)),
             }
             next = self.step(Instant::now()).await;
         }
@@ -181,15 +168,7 @@ impl Loop {
             CollectionEvent::Listed(items) => match which {
                 Watched::Rbac => self.rbac_changed(),
                 Watched::Deployment | Watched::DaemonSet => {
-                    let listed: HashSet<ObjectId> =
-                        items.iter().map(|o| id_of(which.kind(), o)).collect();
-                    let gone: Vec<ObjectId> = self
-                        .pods
-                        .keys()
-                        .filter(|id| id.kind == which.kind() && !listed.contains(*id))
-                        .cloned()
-                        .collect();
-                    for id in gone {
+                    for id in follow::gone(self.pods.keys(), which, &items) {
                         self.workload_gone(&id);
                     }
                     for o in items {
@@ -197,18 +176,10 @@ impl Loop {
                     }
                 }
                 _ => {
-                    let listed: HashSet<ObjectId> =
-                        items.iter().map(|o| id_of(which.kind(), o)).collect();
-                    let gone: Vec<ObjectId> = self
-                        .present
-                        .iter()
-                        .filter(|id| id.kind == which.kind() && !listed.contains(*id))
-                        .cloned()
-                        .collect();
-                    for id in gone {
+                    for id in follow::gone(self.present.iter(), which, &items) {
                         self.dependency_gone(&id);
                     }
-                    for id in listed {
+                    for id in items.iter().map(|o| id_of(which.kind(), o)) {
                         self.dependency_present(id);
                     }
                 }

@@ -32,6 +32,15 @@ pub async fn connection(context: Option<&str>) -> Connection {
         .expect("connect to the test plane")
 }
 
+/// The e2e harness's two counted connections to the test plane (minicvo's writes, the
+/// simulator's).
+pub async fn e2e_clients() -> minicvo::e2e::Clients {
+    minicvo::e2e::Clients {
+        apply: connection(None).await,
+        simulator: connection(None).await,
+    }
+}
+
 /// The kubeconfig path of the test plane.
 pub fn kubeconfig() -> PathBuf {
     PathBuf::from(std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG"))

@@ -455,7 +455,6 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
-
 /// Runs `minicvo ARGS` with `envs`, killing it (and its process group) after `timeout`, and
 /// measures its peak RSS: with GNU time's `%M` when `/usr/bin/time` exists (exact), else by
 /// polling `VmHWM` in `/proc/<pid>/status` (a lower bound that misses at most the last few

@@ -23,7 +23,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::apply::{INCLUDE, cluster_operator, config_map, namespace, write_payload};
+use super::apply::{cluster_operator, config_map, namespace, write_payload};
+
+mod manifests;
+
+use manifests::{
+    LEASE_VERBS, LEASE_VERBS_NARROW, Pod, deployment, lease_cluster_role, role, role_binding,
+    secret, service_account, settings, status_rbac,
+};
 
 /// The version of every OLD payload.
 pub const OLD_VERSION: &str = "4.13.0";
@@ -141,157 +148,6 @@ impl Fixture {
     }
 }
 
-/// The pods of a Deployment: their account and what they mount or load.
-struct Pod<'a> {
-    account: &'a str,
-    config_map: Option<&'a str>,
-    secret: Option<&'a str>,
-}
-
-/// One manifest document: `apiVersion`, `kind`, metadata (namespace when given, the include
-/// annotation, the delete annotation when `delete`), then `body`.
-fn object(api: &str, kind: &str, ns: Option<&str>, name: &str, delete: bool, body: &str) -> String {
-    let ns = ns.map_or_else(String::new, |ns| format!("  namespace: {ns}\n"));
-    let delete = if delete {
-        format!("    {DELETE}: \"true\"\n")
-    } else {
-        String::new()
-    };
-    format!(
-        "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n{ns}  annotations:\n    {INCLUDE}: \"true\"\n{delete}{body}"
-    )
-}
-
-fn service_account(ns: &str, name: &str, delete: bool) -> String {
-    object("v1", "ServiceAccount", Some(ns), name, delete, "")
-}
-
-/// Lease rights (`verbs`) on leases.
-fn lease_rules(verbs: &str) -> String {
-    format!(
-        "rules:\n- apiGroups: [\"coordination.k8s.io\"]\n  resources: [leases]\n  verbs: {verbs}\n"
-    )
-}
-
-const LEASE_VERBS: &str = "[get, list, watch, create, update, patch, delete]";
-const LEASE_VERBS_NARROW: &str = "[get, list, watch]";
-
-fn role(ns: &str, name: &str, delete: bool) -> String {
-    object(
-        RBAC_API,
-        "Role",
-        Some(ns),
-        name,
-        delete,
-        &lease_rules(LEASE_VERBS),
-    )
-}
-
-fn subjects(ns: &str, accounts: &[&str]) -> String {
-    let mut s = String::from("subjects:\n");
-    for a in accounts {
-        s.push_str(&format!(
-            "- kind: ServiceAccount\n  name: {a}\n  namespace: {ns}\n"
-        ));
-    }
-    s
-}
-
-fn role_binding(
-    ns: &str,
-    name: &str,
-    role_kind: &str,
-    role: &str,
-    accounts: &[&str],
-    delete: bool,
-) -> String {
-    object(
-        RBAC_API,
-        "RoleBinding",
-        Some(ns),
-        name,
-        delete,
-        &format!(
-            "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {role_kind}\n  name: {role}\n{}",
-            subjects(ns, accounts)
-        ),
-    )
-}
-
-/// ClusterRole and ClusterRoleBinding `ID-status`: write ClusterOperators and their status.
-fn status_rbac(id: &str, accounts: &[&str]) -> String {
-    let name = format!("{id}-status");
-    let role = object(
-        RBAC_API,
-        "ClusterRole",
-        None,
-        &name,
-        false,
-        "rules:\n- apiGroups: [\"config.openshift.io\"]\n  resources: [clusteroperators, clusteroperators/status]\n  verbs: [get, list, watch, create, update, patch]\n",
-    );
-    let binding = object(
-        RBAC_API,
-        "ClusterRoleBinding",
-        None,
-        &name,
-        false,
-        &format!(
-            "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {name}\n{}",
-            subjects(id, accounts)
-        ),
-    );
-    format!("{role}---\n{binding}")
-}
-
-/// ConfigMap `settings`: the operator's own configuration object, which its pods do not mount.
-fn settings(ns: &str, value: &str) -> String {
-    config_map(ns, "settings", value, &[])
-}
-
-fn secret(ns: &str, name: &str, delete: bool) -> String {
-    object(
-        "v1",
-        "Secret",
-        Some(ns),
-        name,
-        delete,
-        "type: Opaque\nstringData:\n  token: not-a-secret\n",
-    )
-}
-
-/// The operator's Deployment (one replica; `strategy` a YAML `type` value, or the default).
-fn deployment(ns: &str, name: &str, pod: &Pod, strategy: Option<&str>) -> String {
-    let strategy = strategy.map_or_else(String::new, |s| format!("  strategy:\n    type: {s}\n"));
-    let mut container = format!(
-        "      - name: operator\n        image: registry.example.invalid/{ns}:{PLACEHOLDER}\n        env:\n        - name: RELEASE_VERSION\n          value: \"{PLACEHOLDER}\"\n"
-    );
-    let mut volumes = String::new();
-    if let Some(secret) = pod.secret {
-        container.push_str(&format!(
-            "        envFrom:\n        - secretRef:\n            name: {secret}\n"
-        ));
-    }
-    if let Some(cm) = pod.config_map {
-        container.push_str(
-            "        volumeMounts:\n        - name: config\n          mountPath: /etc/operator\n",
-        );
-        volumes = format!(
-            "      volumes:\n      - name: config\n        configMap:\n          name: {cm}\n"
-        );
-    }
-    object(
-        "apps/v1",
-        "Deployment",
-        Some(ns),
-        name,
-        false,
-        &format!(
-            "spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n{strategy}  template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      serviceAccountName: {}\n      containers:\n{container}{volumes}",
-            pod.account
-        ),
-    )
-}
-
 /// Writes a payload at `dir` with `version` (and `previous` in its release-metadata).
 fn payload(dir: &Path, version: &str, previous: Option<&str>, files: Vec<(String, String)>) {
     write_payload(dir, version, &files);
@@ -324,6 +180,40 @@ impl<'a> Files<'a> {
             text,
         ));
         self
+    }
+
+    /// The ServiceAccounts `accounts` at 50 and the status rights for `status` (which may name
+    /// accounts the payload no longer creates).
+    fn accounts(&mut self, accounts: &[&str], status: &[&str]) -> &mut Self {
+        let id = self.id;
+        let docs: Vec<String> = accounts
+            .iter()
+            .map(|a| service_account(id, a, false))
+            .collect();
+        self.add(50, "01", "serviceaccount", docs.join("---\n"))
+            .add(50, "02", "status-rbac", status_rbac(id, status))
+    }
+
+    /// The lease RBAC documents at 50.
+    fn rbac(&mut self, docs: &[String]) -> &mut Self {
+        self.add(50, "02", "rbac", docs.join("---\n"))
+    }
+
+    /// The Deployment of `pod` and the ClusterOperator, at 50.
+    fn operator(&mut self, pod: &Pod) -> &mut Self {
+        let (ns, id) = (self.id, self.id);
+        self.add(
+            50,
+            "04",
+            "deployment",
+            deployment(ns, &format!("{id}-operator"), pod, None),
+        )
+        .add(
+            50,
+            "06",
+            "clusteroperator",
+            cluster_operator(id, PLACEHOLDER),
+        )
     }
 }
 
@@ -410,83 +300,44 @@ fn old_files(shape: Shape, id: &str) -> Vec<(String, String)> {
     let ns = id;
     let mut f = Files::new(id);
     f.add(50, "00", "namespace", namespace(ns))
-        .add(
-            50,
-            "01",
-            "serviceaccount",
-            service_account(ns, OLD_SA, false),
-        )
-        .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA]));
-    let leases = if shape == Shape::ClusterRoleNarrowed {
-        format!(
-            "{}---\n{}",
-            object(
-                RBAC_API,
-                "ClusterRole",
-                None,
-                &format!("{id}-leases"),
-                false,
-                &lease_rules(LEASE_VERBS)
-            ),
-            role_binding(
-                ns,
-                "leases",
-                "ClusterRole",
-                &format!("{id}-leases"),
-                &[OLD_SA],
-                false
-            )
-        )
+        .accounts(&[OLD_SA], &[OLD_SA]);
+    if shape == Shape::ClusterRoleNarrowed {
+        let role = format!("{id}-leases");
+        f.rbac(&[
+            lease_cluster_role(id, LEASE_VERBS),
+            role_binding(ns, "leases", "ClusterRole", &role, &[OLD_SA], false),
+        ]);
     } else {
-        format!(
-            "{}---\n{}",
+        f.rbac(&[
             role(ns, "leases", false),
-            role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
-        )
+            role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
+        ]);
+    }
+    f.add(50, "03", "settings", settings(ns, "old"));
+    let mut pod = Pod {
+        account: OLD_SA,
+        config_map: None,
+        secret: None,
     };
-    f.add(50, "02", "rbac", leases)
-        .add(50, "03", "settings", settings(ns, "old"));
-    let pod = match shape {
+    match shape {
         Shape::ConfigMapDeleted => {
             f.add(50, "03", "config", config_map(ns, "config", "old", &[]));
-            Pod {
-                account: OLD_SA,
-                config_map: Some("config"),
-                secret: None,
-            }
+            pod.config_map = Some("config");
         }
         Shape::SecretDeleted => {
             f.add(50, "03", "secret", secret(ns, "credentials", false));
-            Pod {
-                account: OLD_SA,
-                config_map: None,
-                secret: Some("credentials"),
-            }
+            pod.secret = Some("credentials");
         }
-        _ => Pod {
-            account: OLD_SA,
-            config_map: None,
-            secret: None,
-        },
-    };
-    f.add(
-        50,
-        "04",
-        "deployment",
-        deployment(ns, &format!("{id}-operator"), &pod, None),
-    )
-    .add(
-        50,
-        "06",
-        "clusteroperator",
-        cluster_operator(id, PLACEHOLDER),
-    );
+        _ => {}
+    }
+    f.operator(&pod);
     f.files
 }
 
 fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
     let ns = id;
     let level = if harmful { EARLY } else { LATE };
+    let both = [OLD_SA, NEW_SA];
     let mut f = Files::new(id);
     f.add(50, "00", "namespace", namespace(ns))
         .add(50, "03", "settings", settings(ns, "new"));
@@ -497,127 +348,53 @@ fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
     };
     match shape {
         Shape::RoleBindingDeleted => {
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                format!(
-                    "{}---\n{}",
-                    service_account(ns, OLD_SA, false),
-                    service_account(ns, NEW_SA, false)
-                ),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA, NEW_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}",
+            f.accounts(&both, &both)
+                .rbac(&[
                     role(ns, "leases", false),
-                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false)
-                ),
-            )
-            .add(
-                level,
-                "90",
-                "deletion",
-                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
-            );
+                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
+                ])
+                .add(
+                    level,
+                    "90",
+                    "deletion",
+                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
+                );
         }
         Shape::RoleDeleted => {
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                format!(
-                    "{}---\n{}",
-                    service_account(ns, OLD_SA, false),
-                    service_account(ns, NEW_SA, false)
-                ),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA, NEW_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}",
+            f.accounts(&both, &both)
+                .rbac(&[
                     role(ns, "leases-v2", false),
-                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false)
-                ),
-            )
-            .add(level, "90", "deletion", role(ns, "leases", true))
-            .add(
-                LATE,
-                "91",
-                "deletion",
-                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
-            );
+                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false),
+                ])
+                .add(level, "90", "deletion", role(ns, "leases", true))
+                .add(
+                    LATE,
+                    "91",
+                    "deletion",
+                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
+                );
         }
         Shape::ClusterRoleNarrowed => {
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                format!(
-                    "{}---\n{}",
-                    service_account(ns, OLD_SA, false),
-                    service_account(ns, NEW_SA, false)
-                ),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA, NEW_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}---\n{}",
-                    role_binding(
-                        ns,
-                        "leases",
-                        "ClusterRole",
-                        &format!("{id}-leases"),
-                        &[OLD_SA],
-                        false
-                    ),
+            let role_name = format!("{id}-leases");
+            f.accounts(&both, &both)
+                .rbac(&[
+                    role_binding(ns, "leases", "ClusterRole", &role_name, &[OLD_SA], false),
                     role(ns, "leases-v2", false),
-                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false)
-                ),
-            )
-            .add(
-                level,
-                "02",
-                "narrowed-rbac",
-                object(
-                    RBAC_API,
-                    "ClusterRole",
-                    None,
-                    &format!("{id}-leases"),
-                    false,
-                    &lease_rules(LEASE_VERBS_NARROW),
-                ),
-            );
+                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false),
+                ])
+                .add(
+                    level,
+                    "02",
+                    "narrowed-rbac",
+                    lease_cluster_role(id, LEASE_VERBS_NARROW),
+                );
         }
         Shape::ConfigMapDeleted | Shape::SecretDeleted => {
             pod.account = OLD_SA;
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                service_account(ns, OLD_SA, false),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}",
-                    role(ns, "leases", false),
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
-                ),
-            );
+            f.accounts(&[OLD_SA], &[OLD_SA]).rbac(&[
+                role(ns, "leases", false),
+                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
+            ]);
             if shape == Shape::ConfigMapDeleted {
                 pod.config_map = Some("config-v2");
                 f.add(50, "03", "config", config_map(ns, "config-v2", "new", &[]))
@@ -634,70 +411,31 @@ fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
             }
         }
         Shape::ServiceAccountDeleted => {
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                service_account(ns, NEW_SA, false),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA, NEW_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}---\n{}",
+            f.accounts(&[NEW_SA], &both)
+                .rbac(&[
                     role(ns, "leases", false),
                     role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false)
-                ),
-            )
-            .add(level, "90", "deletion", service_account(ns, OLD_SA, true));
+                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
+                ])
+                .add(level, "90", "deletion", service_account(ns, OLD_SA, true));
         }
         Shape::BindingAfterNewAccount => {
             // Harmful: the binding one run-level after the Deployment; fixed: just before it.
             let (binding_level, nn) = if harmful { (55, "02") } else { (50, "03") };
-            f.add(
-                50,
-                "01",
-                "serviceaccount",
-                format!(
-                    "{}---\n{}",
-                    service_account(ns, OLD_SA, false),
-                    service_account(ns, NEW_SA, false)
-                ),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA, NEW_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}",
+            f.accounts(&both, &both)
+                .rbac(&[
                     role(ns, "leases", false),
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
-                ),
-            )
-            .add(
-                binding_level,
-                nn,
-                "rbac-v2",
-                role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
-            );
+                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
+                ])
+                .add(
+                    binding_level,
+                    nn,
+                    "rbac-v2",
+                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
+                );
         }
     }
-    f.add(
-        50,
-        "04",
-        "deployment",
-        deployment(ns, &format!("{id}-operator"), &pod, None),
-    )
-    .add(
-        50,
-        "06",
-        "clusteroperator",
-        cluster_operator(id, PLACEHOLDER),
-    );
+    f.operator(&pod);
     f.files
 }
 
@@ -717,23 +455,11 @@ pub fn write_rollout(dir: &Path, id: &str, strategy: &str) -> (PathBuf, PathBuf)
     let files = |strategy: Option<&str>| {
         let mut f = Files::new(id);
         f.add(50, "00", "namespace", namespace(ns))
-            .add(
-                50,
-                "01",
-                "serviceaccount",
-                service_account(ns, OLD_SA, false),
-            )
-            .add(50, "02", "status-rbac", status_rbac(id, &[OLD_SA]))
-            .add(
-                50,
-                "02",
-                "rbac",
-                format!(
-                    "{}---\n{}",
-                    role(ns, "leases", false),
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false)
-                ),
-            )
+            .accounts(&[OLD_SA], &[OLD_SA])
+            .rbac(&[
+                role(ns, "leases", false),
+                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
+            ])
             .add(50, "03", "settings", settings(ns, "same"))
             .add(
                 50,
