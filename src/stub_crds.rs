@@ -342,7 +342,7 @@ pub async fn missing_kinds(
     Ok(out)
 }
 
-/// What [`ensure`] did.
+/// What [`ensure`](crate::apply::preflight::ensure) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StubReport {
     /// The stubs installed (or already present), by CRD name, with the kind they serve.
@@ -351,7 +351,7 @@ pub struct StubReport {
     pub namespaces: Vec<String>,
 }
 
-/// What stand-ins [`ensure`] may install.
+/// What stand-ins [`ensure`](crate::apply::preflight::ensure) may install.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StandIns {
     /// A permissive CRD per missing kind (`--stub-missing-crds`).

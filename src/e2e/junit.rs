@@ -111,9 +111,12 @@ pub fn junit(runs: &[RunCase], checks: &[Check]) -> String {
         );
     }
     for c in checks {
-        let group = c
-            .phase
-            .map_or_else(|| "assertions".to_string(), |p| p.to_string());
+        // Checks of the whole run: the live pods' own suite, the user's assertions.
+        let group = match c.phase {
+            Some(p) => p.to_string(),
+            None if c.name == super::harm::LIVE_PODS_CHECK => "live-pods".to_string(),
+            None => "assertions".to_string(),
+        };
         push(
             group,
             Case {

@@ -83,7 +83,7 @@ impl AuthFiles {
         Self { files }
     }
 
-    /// Credentials for `registry` (host[:port]) and `repository`.
+    /// Credentials for `registry` (`host` or `host:port`) and `repository`.
     #[must_use]
     pub fn find(&self, registry: &str, repository: &str) -> Credentials {
         let mut looked_at = Vec::new();

@@ -22,7 +22,7 @@
 //! minicvo (custom resources, OpenShift kinds k8s-openapi does not have, fields newer than the
 //! crate), and a round trip through typed structs would drop unknown fields that the CVO's
 //! generic path and the API server keep. The price is that JSON cannot tell a nil pointer from
-//! a pointer to a zero value; [`prim`] documents the convention.
+//! a pointer to a zero value; the private `prim` module documents the convention.
 //!
 //! Where the CVO would crash on a manifest (a Job `spec.selector`, a projected volume with no
 //! `defaultMode` and a source that is not a service-account token), [`merge`] returns a
