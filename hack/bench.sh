@@ -250,11 +250,12 @@ kcm_cpu() {
 
 # apply_run CASE TOOL PAYLOAD_OR_FILE: one apply, recording wall ms, requests, peak RSS, the
 # client's CPU seconds and the plane's (kube-apiserver + etcd) CPU seconds. TOOL is minicvo
-# (server-side apply, the default strategy), minicvo-cvo (--apply-strategy cvo) or kubectl.
+# (--apply-strategy server-side), minicvo-cvo (--apply-strategy cvo, the default) or kubectl.
 apply_run() {
   local c=$1 t=$2 src=$3 start end cpu0 cpu1 kcm0 kcm1 requests
   local kc=${APPLY_KUBECONFIG:-$KUBECONFIG}
-  local -a strategy=()
+  # Both strategies by name: the default changed once, and a bench must not follow it silently.
+  local -a strategy=(--apply-strategy server-side)
   [[ $t == minicvo-cvo ]] && strategy=(--apply-strategy cvo)
   cpu0=$(plane_cpu)
   kcm0=$(kcm_cpu)
@@ -448,7 +449,7 @@ apply_report() {
   echo
   machine
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; \`minicvo apply\` (updating mode, default parallelism 16, release build) with \`--apply-strategy server-side\` (the default) and \`--apply-strategy cvo\`, vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`; the three tools' order rotates from round to round"
+  echo "- payload: $APPLY_N objects over 20 components and 5 run-levels ($kind_counts), a fresh copy (own names) per tool and round; \`minicvo apply\` (updating mode, default parallelism 16, release build) with \`--apply-strategy server-side\` and \`--apply-strategy cvo\` (the default), vs \`kubectl apply --server-side -f\` of the same objects rendered by \`minicvo render\`; the three tools' order rotates from round to round"
   echo "- floor: the CPU seconds kube-apiserver and etcd spent during the run (/proc/PID/stat utime+stime, before and after) ÷ $cores cores; the ratio is the tool's wall time over the floor of its own run (1.00x: the client added no time beyond the server's work)"
   echo
   echo "| loopback (medians) | minicvo server-side | minicvo cvo | kubectl --server-side | kubectl ÷ minicvo server-side | kubectl ÷ minicvo cvo |"

@@ -293,6 +293,104 @@ fn subject_names(subject: &Value, binding: &Manifest, sa: &ObjectId) -> bool {
     }
 }
 
+/// The bindings of a payload indexed by the ServiceAccounts their subjects may name, so that
+/// [`binding_uses`] of many workloads reads only the bindings that can match instead of all
+/// of them. A candidate is re-checked by [`binding_uses`]; the index only narrows.
+pub struct BindingIndex<'a> {
+    bindings: Vec<&'a Manifest>,
+    /// (namespace, name) of a `ServiceAccount` subject, or of a `User`
+    /// `system:serviceaccount:NS:NAME` subject → positions.
+    by_account: std::collections::HashMap<(String, String), Vec<usize>>,
+    /// `Group` subjects: `system:serviceaccounts` under `""`, `system:serviceaccounts:NS` under
+    /// `NS` → positions.
+    by_group: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl<'a> BindingIndex<'a> {
+    /// Indexes `bindings` (anything else is ignored), keeping their order.
+    #[must_use]
+    pub fn new(bindings: impl IntoIterator<Item = &'a Manifest>) -> Self {
+        let bindings: Vec<&Manifest> = bindings.into_iter().filter(|b| is_binding(b)).collect();
+        let mut by_account: std::collections::HashMap<(String, String), Vec<usize>> =
+            std::collections::HashMap::new();
+        let mut by_group: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, b) in bindings.iter().enumerate() {
+            for subject in array(&b.object, "subjects") {
+                let Some(name) = str_at(subject, "name") else {
+                    continue;
+                };
+                match str_at(subject, "kind") {
+                    Some("ServiceAccount") => {
+                        let ns = str_at(subject, "namespace")
+                            .or(b.id.namespace.as_deref())
+                            .unwrap_or_default();
+                        by_account
+                            .entry((ns.to_string(), name.to_string()))
+                            .or_default()
+                            .push(i);
+                    }
+                    Some("User") => {
+                        if let Some((ns, sa)) = name
+                            .strip_prefix("system:serviceaccount:")
+                            .and_then(|r| r.split_once(':'))
+                        {
+                            by_account
+                                .entry((ns.to_string(), sa.to_string()))
+                                .or_default()
+                                .push(i);
+                        }
+                    }
+                    Some("Group") => {
+                        if name == "system:serviceaccounts" {
+                            by_group.entry(String::new()).or_default().push(i);
+                        } else if let Some(ns) = name.strip_prefix("system:serviceaccounts:") {
+                            by_group.entry(ns.to_string()).or_default().push(i);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        BindingIndex {
+            bindings,
+            by_account,
+            by_group,
+        }
+    }
+
+    /// The positions (in the order given to [`BindingIndex::new`]) of the bindings that may
+    /// name the ServiceAccount of `workload`.
+    #[must_use]
+    pub fn positions(&self, workload: &Manifest) -> Vec<usize> {
+        let Some((sa, _)) = service_account(workload) else {
+            return Vec::new();
+        };
+        let ns = sa.namespace.clone().unwrap_or_default();
+        let mut out: Vec<usize> = self
+            .by_account
+            .get(&(ns.clone(), sa.name.clone()))
+            .into_iter()
+            .chain(self.by_group.get(""))
+            .chain(self.by_group.get(&ns))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The bindings that may name the ServiceAccount of `workload`, in order.
+    #[must_use]
+    pub fn candidates(&self, workload: &Manifest) -> Vec<&'a Manifest> {
+        self.positions(workload)
+            .into_iter()
+            .map(|i| self.bindings[i])
+            .collect()
+    }
+}
+
 /// Whether the manifest is a RoleBinding or ClusterRoleBinding.
 #[must_use]
 pub fn is_binding(m: &Manifest) -> bool {

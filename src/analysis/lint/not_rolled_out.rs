@@ -6,16 +6,29 @@
 //! create-only object. The comparison is [`crate::merge::rollout::compare`]; each finding
 //! names the field path and the merge rule.
 
+use std::collections::HashMap;
+
 use super::{Context, Finding, Location, Rule, Severity, Side};
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, ObjectId};
 use crate::merge::rollout::compare;
 use crate::plan::Action;
 
-/// The previous payload's applied document for a manifest: same file and document, else
-/// same file, else the first.
-fn counterpart<'a>(previous: &'a [Manifest], m: &Manifest) -> Option<&'a Manifest> {
-    let mut candidates = previous.iter().filter(|o| o.id == m.id && !o.is_delete());
-    let all: Vec<&Manifest> = candidates.by_ref().collect();
+/// The previous payload's applied documents by identity, in payload order.
+fn by_id(previous: &[Manifest]) -> HashMap<&ObjectId, Vec<&Manifest>> {
+    let mut map: HashMap<&ObjectId, Vec<&Manifest>> = HashMap::new();
+    for o in previous.iter().filter(|o| !o.is_delete()) {
+        map.entry(&o.id).or_default().push(o);
+    }
+    map
+}
+
+/// The previous payload's applied document for a manifest (`previous` from [`by_id`]): same
+/// file and document, else same file, else the first.
+fn counterpart<'a>(
+    previous: &HashMap<&ObjectId, Vec<&'a Manifest>>,
+    m: &Manifest,
+) -> Option<&'a Manifest> {
+    let all = previous.get(&m.id)?;
     all.iter()
         .find(|o| o.file == m.file && o.document == m.document)
         .or_else(|| all.iter().find(|o| o.file == m.file))
@@ -29,12 +42,13 @@ pub fn check(cx: &Context) -> Vec<Finding> {
     let Some(prev) = cx.previous else {
         return Vec::new();
     };
+    let previous = by_id(&prev.payload.manifests);
     let mut findings = Vec::new();
     for t in &cx.plan.tasks {
         if !matches!(t.action, Action::Apply | Action::CreateOnly) {
             continue;
         }
-        let Some(old) = counterpart(&prev.payload.manifests, &t.manifest) else {
+        let Some(old) = counterpart(&previous, &t.manifest) else {
             continue;
         };
         if old.object == t.manifest.object {

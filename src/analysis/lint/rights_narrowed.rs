@@ -26,13 +26,26 @@
 //! payload, or one of this payload that runs before the update, already grants the role to the
 //! new account.
 
+use std::collections::HashMap;
+
 use super::{Context, Finding, Location, Rule, Severity, Side, applies};
-use crate::analysis::references::{Use, Via, binding_uses, is_binding, is_workload, role_of};
+use crate::analysis::references::{
+    BindingIndex, Use, Via, binding_uses, is_binding, is_workload, role_of,
+};
 use crate::manifest::{Manifest, ObjectId};
 use crate::plan::{Action, Task};
 use crate::rbac::{Right, describe, lost_rights};
 
 const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// The first manifest of each identity in `list`.
+fn first_by_id<'m>(list: &[&'m Manifest]) -> HashMap<&'m ObjectId, &'m Manifest> {
+    let mut map = HashMap::new();
+    for m in list {
+        map.entry(&m.id).or_insert(*m);
+    }
+    map
+}
 
 fn is_role(m: &Manifest) -> bool {
     m.id.group == RBAC && (m.id.kind == "Role" || m.id.kind == "ClusterRole")
@@ -98,13 +111,14 @@ pub fn check(cx: &Context) -> Vec<Finding> {
             .collect()
     };
     let bindings = old(is_binding);
+    let index = BindingIndex::new(bindings.iter().copied());
     let roles = old(is_role);
     // The workloads of the previous payload that some binding grants rights, with those
     // uses and their ServiceAccount, worked out once.
     let users: Vec<(&Manifest, Vec<Use>, String)> = old(is_workload)
         .into_iter()
         .filter_map(|w| {
-            let uses = binding_uses(w, bindings.iter().copied());
+            let uses = binding_uses(w, index.candidates(w));
             let sa = uses.iter().find_map(|u| match &u.via {
                 Via::Binding { service_account } => Some(service_account.clone()),
                 _ => None,
@@ -112,27 +126,38 @@ pub fn check(cx: &Context) -> Vec<Finding> {
             Some((w, uses, sa))
         })
         .collect();
+    // Lookups by identity (the first of each, as a search in order finds it), and which
+    // users reach each role or binding, so that every apply reads only what it touches.
+    let roles_by_id = first_by_id(&roles);
+    let bindings_by_id = first_by_id(&bindings);
+    let mut users_of: HashMap<&ObjectId, Vec<usize>> = HashMap::new();
+    for (i, (_, uses, _)) in users.iter().enumerate() {
+        for u in uses {
+            let list = users_of.entry(&u.target).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
+            }
+        }
+    }
     let mut findings = Vec::new();
     for t in cx.plan.tasks.iter().filter(|t| t.action == Action::Apply) {
         let m = &t.manifest;
         let change = if is_role(m) {
-            roles
-                .iter()
-                .find(|r| r.id == m.id && !aggregated(r) && !aggregated(m))
+            roles_by_id
+                .get(&m.id)
+                .filter(|r| !aggregated(r) && !aggregated(m))
                 .map(|r| Change::Role(lost_rights(r, m)))
                 .filter(|c| !matches!(c, Change::Role(lost) if lost.is_empty()))
         } else if is_binding(m) {
-            bindings
-                .iter()
-                .find(|b| b.id == m.id)
-                .map(|b| Change::Binding(b))
+            bindings_by_id.get(&m.id).map(|b| Change::Binding(b))
         } else {
             None
         };
         let Some(change) = change else {
             continue;
         };
-        for (w, uses, service_account) in &users {
+        let reached = users_of.get(&m.id).map_or(&[][..], Vec::as_slice);
+        for (w, uses, service_account) in reached.iter().map(|&i| &users[i]) {
             let loss = match &change {
                 Change::Role(lost) => {
                     let granting: Vec<&Manifest> = uses
@@ -200,6 +225,10 @@ fn late_bindings(
         .iter()
         .filter(|t| applies(t) && is_binding(&t.manifest))
         .collect();
+    let new_index = BindingIndex::new(new_bindings.iter().map(|t| &t.manifest));
+    let old_index = BindingIndex::new(old_bindings.iter().copied());
+    // The first workload of each identity, as a search in order would find it.
+    let old_by_id = first_by_id(old_workloads);
     let mut seen: Vec<(usize, ObjectId)> = Vec::new();
     let mut findings = Vec::new();
     for u in cx
@@ -208,10 +237,10 @@ fn late_bindings(
         .iter()
         .filter(|t| applies(t) && is_workload(&t.manifest))
     {
-        let Some(old_w) = old_workloads.iter().find(|w| w.id == u.manifest.id) else {
+        let Some(old_w) = old_by_id.get(&u.manifest.id).copied() else {
             continue;
         };
-        let held: Vec<ObjectId> = granted_roles(binding_uses(old_w, old_bindings.iter().copied()))
+        let held: Vec<ObjectId> = granted_roles(binding_uses(old_w, old_index.candidates(old_w)))
             .into_iter()
             .map(|(role, _)| role)
             .collect();
@@ -220,18 +249,25 @@ fn late_bindings(
         }
         // The bindings on the cluster when the update lands: the previous payload's, and this
         // payload's that always run before it.
-        let early = new_bindings
+        // Only the bindings that may name the new pods' account matter (positions in
+        // `new_bindings`, in plan order).
+        let naming: Vec<&Task> = new_index
+            .positions(&u.manifest)
+            .into_iter()
+            .map(|i| new_bindings[i])
+            .collect();
+        let early = naming
             .iter()
             .filter(|b| cx.runs_before(b.id, u.id))
             .map(|b| &b.manifest);
         let ready: Vec<ObjectId> = granted_roles(binding_uses(
             &u.manifest,
-            old_bindings.iter().copied().chain(early),
+            old_index.candidates(&u.manifest).into_iter().chain(early),
         ))
         .into_iter()
         .map(|(role, _)| role)
         .collect();
-        for b in new_bindings.iter().filter(|b| !cx.runs_before(b.id, u.id)) {
+        for b in naming.iter().filter(|b| !cx.runs_before(b.id, u.id)) {
             for (role, account) in granted_roles(binding_uses(&u.manifest, [&b.manifest])) {
                 if !held.contains(&role) || ready.contains(&role) {
                     continue;
