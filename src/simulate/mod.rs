@@ -16,18 +16,26 @@
 //!        ──► delay ──► status for the script ──► PATCH clusteroperators/<name>/status
 //! ```
 //!
+//! With [`pods`] (the e2e harness turns them on), every Deployment and DaemonSet also has
+//! live simulated pods, and an operator reports only once a pod of its new template acts for
+//! its workloads, writing the status as that pod when the pod may
+//! (`status_writer`).
+//!
+//! Modules: `run` (the operator loop), `events` (what both simulators report), `wake` (the
+//! wait at the top of both loops), [`operators`], [`script`], [`status`], [`pods`].
+//!
 //! Used by `minicvo simulate` (long-running) and in-process by the e2e harness.
 
+mod events;
 pub mod operators;
 pub mod pods;
 mod run;
 pub mod script;
 pub mod status;
+mod status_writer;
 mod wake;
 
+pub use events::{SimEvent, SimEventKind, SimObserver, SimSummary};
 pub use operators::{OperatorSpec, Workload, operators};
-pub use run::{
-    FIELD_MANAGER, SimEvent, SimEventKind, SimObserver, SimSummary, Simulator, SimulatorOptions,
-    cluster_operators,
-};
+pub use run::{FIELD_MANAGER, Simulator, SimulatorOptions, cluster_operators};
 pub use script::{Report, Script, ScriptPhase, Scripts, Spec};

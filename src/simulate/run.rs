@@ -12,16 +12,18 @@ use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
 use futures::stream::{BoxStream, SelectAll};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject};
 use kube::{Client, Resource as _};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{SimEvent, SimEventKind, SimObserver, SimSummary};
 use super::operators::{OperatorSpec, rolled_out, template_updated};
-use super::pods::{Acting, HarmKind, Identity, PodBoard, PodHarm, workload};
+use super::pods::{Acting, PodBoard, workload};
 use super::script::{Report, Scripts};
 use super::status::{already_reported, status_for, summary};
+use super::status_writer::StatusWriter;
 use super::wake::{Wake, wake};
 use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::manifest::ObjectId;
@@ -44,100 +46,6 @@ pub struct SimulatorOptions {
     /// current template acts for each workload (leads, or runs when it cannot elect), and
     /// writes the status as that pod when the pod could when it started.
     pub pods: Option<Arc<PodBoard>>,
-}
-
-/// What the simulator saw or did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SimEventKind {
-    /// A watched workload changed: its generation and whether its template carries the
-    /// payload's (`Err` says what differs).
-    Workload {
-        /// The workload.
-        id: ObjectId,
-        /// `metadata.generation`.
-        generation: i64,
-        /// Whether it carries the payload's template.
-        updated: Result<(), String>,
-    },
-    /// A watched workload was deleted.
-    WorkloadGone {
-        /// The workload.
-        id: ObjectId,
-    },
-    /// A simulated operator's ClusterOperator status changed (as seen by the watch).
-    Operator {
-        /// The ClusterOperator name.
-        name: String,
-        /// [`summary`] of its status.
-        status: String,
-    },
-    /// The simulator wrote an operator's status.
-    Reported {
-        /// The ClusterOperator name.
-        name: String,
-        /// [`summary`] of the status written.
-        status: String,
-    },
-    /// A status write failed (it is tried again).
-    WriteFailed {
-        /// The ClusterOperator name.
-        name: String,
-        /// The error.
-        error: String,
-    },
-    /// A simulated pod started, became available, took or lost its lease, or stopped.
-    Pod {
-        /// Its workload.
-        workload: ObjectId,
-        /// `<workload>#<generation>`.
-        pod: String,
-        /// What happened, in words (`pod op#2 started (ServiceAccount ns/sa)`).
-        change: String,
-    },
-    /// A live simulated pod was harmed.
-    Harm(PodHarm),
-    /// A watch failed (it is re-listed).
-    WatchFailed {
-        /// The kind watched.
-        kind: String,
-        /// The error.
-        error: String,
-    },
-}
-
-/// One event, stamped.
-#[derive(Debug, Clone)]
-pub struct SimEvent {
-    /// Wall-clock time.
-    pub at: SystemTime,
-    /// Monotonic time, comparable with [`crate::apply::ApplyEvent::instant`].
-    pub instant: Instant,
-    /// What happened.
-    pub kind: SimEventKind,
-}
-
-/// Receives the simulator's events (called from its loop: be quick).
-pub trait SimObserver: Send + Sync {
-    /// One event.
-    fn on_sim_event(&self, event: &SimEvent);
-}
-
-impl<F> SimObserver for F
-where
-    F: Fn(&SimEvent) + Send + Sync,
-{
-    fn on_sim_event(&self, event: &SimEvent) {
-        self(event);
-    }
-}
-
-/// What a finished simulator did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SimSummary {
-    /// Status writes per operator.
-    pub reports: HashMap<String, usize>,
-    /// Failed status writes.
-    pub write_failures: usize,
 }
 
 /// A running simulator; stop it with [`Simulator::stop`].
@@ -268,7 +176,6 @@ struct OpState {
 }
 
 struct Loop {
-    client: Client,
     operators: Vec<OperatorSpec>,
     options: SimulatorOptions,
     observer: Option<Arc<dyn SimObserver>>,
@@ -282,10 +189,8 @@ struct Loop {
     state: Vec<OpState>,
     summary: SimSummary,
     interesting: HashSet<ObjectId>,
-    /// Whether a pod may write an operator's status (asked once per pod and operator).
-    may_write: HashMap<(String, String), bool>,
-    /// Refused status writes already reported, per pod and operator.
-    harmed: HashSet<(String, String)>,
+    /// Writes the operators' status, as their pods or as the harness.
+    writes: StatusWriter,
 }
 
 impl Loop {
@@ -462,10 +367,9 @@ impl Loop {
             .map(Some)
     }
 
-    /// Who writes operator `i`'s status: the first acting pod of its workloads that may (an
-    /// access review as itself, the first time that pod writes it), else the harness (`None`).
+    /// Who writes operator `i`'s status: the first acting pod of its workloads that may (see
+    /// [`StatusWriter::choose`]), else the harness (`None`).
     async fn writer(&mut self, i: usize) -> Option<(ObjectId, Acting)> {
-        let name = self.operators[i].name.clone();
         let candidates: Vec<(ObjectId, Acting)> = self.operators[i]
             .workloads
             .iter()
@@ -474,32 +378,8 @@ impl Loop {
                 Some((w.id.clone(), self.acting_current(&w.id, live)??))
             })
             .collect();
-        for (id, acting) in candidates {
-            let key = (acting.pod.clone(), name.clone());
-            let may = match self.may_write.get(&key) {
-                Some(m) => *m,
-                None => {
-                    let m = acting
-                        .identity
-                        .may(
-                            &self.client,
-                            "patch",
-                            "config.openshift.io",
-                            "clusteroperators/status",
-                            &name,
-                            None,
-                        )
-                        .await
-                        .unwrap_or(false);
-                    self.may_write.insert(key, m);
-                    m
-                }
-            };
-            if may {
-                return Some((id, acting));
-            }
-        }
-        None
+        let name = self.operators[i].name.clone();
+        self.writes.choose(&name, candidates).await
     }
 
     /// Advances every operator; returns the next time something is due.
@@ -563,10 +443,7 @@ impl Loop {
                 continue;
             }
             let writer = self.writer(i).await;
-            match self
-                .write(&name, &want, writer.as_ref().map(|(_, a)| &a.identity))
-                .await
-            {
+            match self.writes.write(&name, &want, writer).await {
                 Ok(updated) => {
                     // The watch may still deliver older states; the write's answer is the
                     // newest, so a burst of events does not cause a second write.
@@ -575,26 +452,9 @@ impl Loop {
                     let status = summary(&json!({"status": want}));
                     self.emit(SimEventKind::Reported { name, status });
                 }
-                Err((error, refused)) => {
-                    if refused
-                        && let Some((workload, acting)) = writer
-                        && self.harmed.insert((acting.pod.clone(), name.clone()))
-                    {
-                        self.emit(SimEventKind::Harm(PodHarm {
-                            workload,
-                            pod: acting.pod,
-                            identity: acting.identity,
-                            kind: HarmKind::Refused,
-                            what: format!(
-                                "patch clusteroperators/status.config.openshift.io {name}"
-                            ),
-                            object: Some(ObjectId {
-                                group: "config.openshift.io".into(),
-                                kind: "ClusterOperator".into(),
-                                namespace: None,
-                                name: name.clone(),
-                            }),
-                        }));
+                Err((error, harm)) => {
+                    if let Some(harm) = harm {
+                        self.emit(SimEventKind::Harm(harm));
                     }
                     self.summary.write_failures += 1;
                     tracing::warn!(
@@ -608,61 +468,6 @@ impl Loop {
             }
         }
         next
-    }
-
-    /// Writes `status` to ClusterOperator `name`, as `identity` when given; the error says
-    /// whether the server refused it (403).
-    async fn write(
-        &self,
-        name: &str,
-        status: &Value,
-        identity: Option<&Identity>,
-    ) -> Result<Value, (String, bool)> {
-        if let Some(identity) = identity {
-            let path = format!("/apis/config.openshift.io/v1/clusteroperators/{name}");
-            let patch = json!({"status": status});
-            let answer = match identity
-                .send(
-                    &self.client,
-                    http::Method::PATCH,
-                    &format!("{path}/status"),
-                    Some(&patch),
-                )
-                .await
-            {
-                Err(e) if e.is(404) => {
-                    identity
-                        .send(&self.client, http::Method::PATCH, &path, Some(&patch))
-                        .await
-                }
-                other => other,
-            };
-            return answer
-                .map(|r| r.body)
-                .map_err(|e| (e.to_string(), e.is(403)));
-        }
-        self.write_as_harness(name, status)
-            .await
-            .map_err(|e| (e, false))
-    }
-
-    async fn write_as_harness(&self, name: &str, status: &Value) -> Result<Value, String> {
-        let api = Api::<DynamicObject>::all_with(self.client.clone(), &cluster_operators());
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        };
-        let patch = Patch::Merge(json!({"status": status}));
-        let updated = match api.patch_status(name, &params, &patch).await {
-            Ok(o) => o,
-            // A CRD without the status subresource: status is part of the object.
-            Err(kube::Error::Api(s)) if s.code == 404 => api
-                .patch(name, &params, &patch)
-                .await
-                .map_err(|e| e.to_string())?,
-            Err(e) => return Err(e.to_string()),
-        };
-        Ok(serde_json::to_value(&updated).unwrap_or(Value::Null))
     }
 }
 
@@ -699,8 +504,8 @@ async fn run(
         ));
     }
     let n = operators.len();
+    let writes = StatusWriter::new(client.clone());
     let mut l = Loop {
-        client,
         operators,
         options,
         observer,
@@ -711,8 +516,7 @@ async fn run(
         state: (0..n).map(|_| OpState::default()).collect(),
         summary: SimSummary::default(),
         interesting,
-        may_write: HashMap::new(),
-        harmed: HashSet::new(),
+        writes,
     };
     let mut board = l.options.pods.as_ref().map(|b| b.changes());
     let mut next: Option<Instant> = None;

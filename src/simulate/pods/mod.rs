@@ -34,15 +34,17 @@ pub mod workload;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kube::Client;
 use serde::Serialize;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 pub use identity::Identity;
-pub use run::PodSimulator;
 
+use super::SimObserver;
 use crate::manifest::ObjectId;
 
 /// How long RBAC changes are gathered before the live pods review their rights again.
@@ -158,6 +160,53 @@ impl Default for PodOptions {
             lease_duration: Duration::from_secs(3),
             follow_rollout: false,
         }
+    }
+}
+
+/// A running pod simulator; stop it with [`PodSimulator::stop`].
+pub struct PodSimulator {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<PodSummary>,
+    board: Arc<PodBoard>,
+}
+
+impl PodSimulator {
+    /// Starts simulating the pods of `workloads` (Deployments and DaemonSets) against the
+    /// cluster behind `client`, which must be allowed to impersonate ServiceAccounts.
+    #[must_use]
+    pub fn start(
+        client: Client,
+        workloads: Vec<ObjectId>,
+        options: PodOptions,
+        observer: Option<Arc<dyn SimObserver>>,
+    ) -> Self {
+        let cancel = CancellationToken::new();
+        let board = Arc::new(PodBoard::default());
+        let handle = run::spawn(
+            client,
+            workloads,
+            options,
+            observer,
+            board.clone(),
+            cancel.clone(),
+        );
+        PodSimulator {
+            cancel,
+            handle,
+            board,
+        }
+    }
+
+    /// Who acts for each workload (read by the operator simulator).
+    #[must_use]
+    pub fn board(&self) -> Arc<PodBoard> {
+        self.board.clone()
+    }
+
+    /// Stops every pod (leaders release their leases) and returns what happened.
+    pub async fn stop(self) -> PodSummary {
+        self.cancel.cancel();
+        self.handle.await.unwrap_or_default()
     }
 }
 

@@ -23,55 +23,27 @@ use crate::rbac::{Right, describe, lost};
 use crate::simulate::wake::{Wake, wake};
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
 
-/// A running pod simulator; stop it with [`PodSimulator::stop`].
-pub struct PodSimulator {
-    cancel: CancellationToken,
-    handle: tokio::task::JoinHandle<PodSummary>,
+/// Starts the pod loop for `workloads` (see [`PodSimulator::start`]); it runs until `cancel`.
+pub(super) fn spawn(
+    client: Client,
+    workloads: Vec<ObjectId>,
+    options: PodOptions,
+    observer: Option<Arc<dyn SimObserver>>,
     board: Arc<PodBoard>,
-}
-
-impl PodSimulator {
-    /// Starts simulating the pods of `workloads` (Deployments and DaemonSets) against the
-    /// cluster behind `client`, which must be allowed to impersonate ServiceAccounts.
-    #[must_use]
-    pub fn start(
-        client: Client,
-        workloads: Vec<ObjectId>,
-        options: PodOptions,
-        observer: Option<Arc<dyn SimObserver>>,
-    ) -> Self {
-        let cancel = CancellationToken::new();
-        let board = Arc::new(PodBoard::default());
-        let l = Loop {
-            client,
-            options,
-            observer,
-            board: board.clone(),
-            interesting: workloads.into_iter().collect(),
-            pods: HashMap::new(),
-            present: HashSet::new(),
-            rbac_due: None,
-            summary: PodSummary::default(),
-        };
-        let handle = tokio::spawn(l.run(cancel.clone()));
-        PodSimulator {
-            cancel,
-            handle,
-            board,
-        }
-    }
-
-    /// Who acts for each workload (read by the operator simulator).
-    #[must_use]
-    pub fn board(&self) -> Arc<PodBoard> {
-        self.board.clone()
-    }
-
-    /// Stops every pod (leaders release their leases) and returns what happened.
-    pub async fn stop(self) -> PodSummary {
-        self.cancel.cancel();
-        self.handle.await.unwrap_or_default()
-    }
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<PodSummary> {
+    let l = Loop {
+        client,
+        options,
+        observer,
+        board,
+        interesting: workloads.into_iter().collect(),
+        pods: HashMap::new(),
+        present: HashSet::new(),
+        rbac_due: None,
+        summary: PodSummary::default(),
+    };
+    tokio::spawn(l.run(cancel))
 }
 
 struct Loop {
