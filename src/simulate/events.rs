@@ -31,14 +31,14 @@ pub enum SimEventKind {
     Operator {
         /// The ClusterOperator name.
         name: String,
-        /// [`summary`] of its status.
+        /// [`summary`](super::status::summary) of its status.
         status: String,
     },
     /// The simulator wrote an operator's status.
     Reported {
         /// The ClusterOperator name.
         name: String,
-        /// [`summary`] of the status written.
+        /// [`summary`](super::status::summary) of the status written.
         status: String,
     },
     /// A status write failed (it is tried again).

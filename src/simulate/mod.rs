@@ -22,7 +22,7 @@
 //! (`status_writer`).
 //!
 //! Modules: `run` (the operator loop), `events` (what both simulators report), `wake` (the
-//! wait at the top of both loops), [`operators`], [`script`], [`status`], [`pods`].
+//! wait at the top of both loops), [`operators`](mod@operators), [`script`], [`status`], [`pods`].
 //!
 //! Used by `minicvo simulate` (long-running) and in-process by the e2e harness.
 
