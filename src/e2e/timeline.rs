@@ -318,21 +318,34 @@ impl Recorder {
     }
 
     fn observed(&self, s: &mut State, at: Instant, id: ObjectId, detail: String) {
+        self.seen(s, at, id, TimelineAction::Observed, Some(detail), None);
+    }
+
+    /// A watch-side event (`observed` or `harm`) of object `id`, placed at its task.
+    fn seen(
+        &self,
+        s: &mut State,
+        at: Instant,
+        id: ObjectId,
+        action: TimelineAction,
+        detail: Option<String>,
+        harm: Option<Harm>,
+    ) {
         let Some((phase, _)) = &s.phase else { return };
         let phase = *phase;
         let place = s.places.get(&id).cloned();
         s.events.push(TimelineEvent {
             t: seconds(self.start, at),
             phase,
-            action: TimelineAction::Observed,
+            action,
             object: id,
             run_level: place.as_ref().and_then(|p| p.1.clone()),
             node: place.as_ref().map(|p| p.2),
             task: place.as_ref().map(|p| p.0),
             start: None,
             outcome: None,
-            detail: Some(detail),
-            harm: None,
+            detail,
+            harm,
         });
     }
 }
@@ -423,23 +436,24 @@ impl SimObserver for Recorder {
                 self.observed(&mut s, event.instant, workload.clone(), change.clone());
             }
             SimEventKind::Harm(h) => {
-                if s.phase.is_none() {
-                    return;
-                }
-                self.observed(&mut s, event.instant, h.workload.clone(), h.what.clone());
-                if let Some(e) = s.events.last_mut() {
-                    e.action = TimelineAction::Harm;
-                    e.detail = None;
-                    e.harm = Some(Harm {
-                        service_account: h.identity.to_string(),
-                        pod: h.pod.clone(),
-                        kind: h.kind,
-                        what: h.what.clone(),
-                        cause: None,
-                        cause_task: None,
-                        object: h.object.clone(),
-                    });
-                }
+                let harm = Harm {
+                    service_account: h.identity.to_string(),
+                    pod: h.pod.clone(),
+                    kind: h.kind,
+                    what: h.what.clone(),
+                    cause: None,
+                    cause_task: None,
+                    object: h.object.clone(),
+                };
+                let id = h.workload.clone();
+                self.seen(
+                    &mut s,
+                    event.instant,
+                    id,
+                    TimelineAction::Harm,
+                    None,
+                    Some(harm),
+                );
             }
             SimEventKind::Reported { .. }
             | SimEventKind::WriteFailed { .. }

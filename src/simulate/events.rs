@@ -94,6 +94,17 @@ where
     }
 }
 
+/// Sends `kind`, stamped now, to `observer` when there is one.
+pub(crate) fn notify(observer: Option<&std::sync::Arc<dyn SimObserver>>, kind: SimEventKind) {
+    if let Some(o) = observer {
+        o.on_sim_event(&SimEvent {
+            at: SystemTime::now(),
+            instant: Instant::now(),
+            kind,
+        });
+    }
+}
+
 /// What a finished simulator did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimSummary {

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::StreamExt as _;
 use futures::stream::{BoxStream, SelectAll};
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{SimEvent, SimEventKind, SimObserver, SimSummary};
+use super::events::{SimEventKind, SimObserver, SimSummary, notify};
 use super::operators::{OperatorSpec, rolled_out, template_updated};
 use super::pods::{Acting, PodBoard, workload};
 use super::script::{Report, Scripts};
@@ -195,13 +195,7 @@ struct Loop {
 
 impl Loop {
     fn emit(&self, kind: SimEventKind) {
-        if let Some(o) = &self.observer {
-            o.on_sim_event(&SimEvent {
-                at: SystemTime::now(),
-                instant: Instant::now(),
-                kind,
-            });
-        }
+        notify(self.observer.as_ref(), kind);
     }
 
     fn want_template(&self, id: &ObjectId) -> Option<&Value> {

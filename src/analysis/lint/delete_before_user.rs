@@ -225,15 +225,6 @@ fn later_level_hint(cx: &Context, wait: Option<usize>) -> String {
 fn too_early(cx: &Context, d: usize, w: &Manifest, uses: &[Use], hazard: &Hazard) -> Finding {
     let used = uses_text(uses);
     let old_user = Location::of(w, Side::Previous);
-    let wait_of = |u: usize| {
-        let component = cx.plan.tasks[u].component.as_ref()?;
-        cx.plan
-            .tasks
-            .iter()
-            .rev()
-            .find(|t| t.action == Action::Wait && t.component.as_ref() == Some(component))
-            .map(|t| t.id)
-    };
     let (base, message, hint, related) = match *hazard {
         Hazard::BeforeUpdate(u) => (
             Severity::Error,
@@ -242,7 +233,7 @@ fn too_early(cx: &Context, d: usize, w: &Manifest, uses: &[Use], hazard: &Hazard
                 cx.before_or_parallel(d, u),
                 w.id
             ),
-            later_level_hint(cx, wait_of(u)),
+            later_level_hint(cx, cx.wait_of(u)),
             Some(("update", u)),
         ),
         Hazard::BeforeWait(c) => (

@@ -272,6 +272,21 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The last ClusterOperator wait of task `u`'s component: where the component's new pods
+    /// are known to be in charge.
+    #[must_use]
+    pub fn wait_of(&self, u: usize) -> Option<usize> {
+        let component = self.plan.tasks[u].component.as_ref()?;
+        self.plan
+            .tasks
+            .iter()
+            .rev()
+            .find(|t| {
+                t.action == crate::plan::Action::Wait && t.component.as_ref() == Some(component)
+            })
+            .map(|t| t.id)
+    }
+
     /// Whether task `a` always finishes before task `b` starts.
     #[must_use]
     pub fn runs_before(&self, a: usize, b: usize) -> bool {

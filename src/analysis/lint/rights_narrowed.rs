@@ -357,7 +357,7 @@ fn finding(cx: &Context, a: usize, w: &Manifest, sa: &str, loss: &Loss, late: La
                 w.id
             ),
             ("update", u),
-            later_hint(cx, wait_of(cx, u)),
+            later_hint(cx, cx.wait_of(u)),
         ),
         Late::Wait(c) => (
             format!(
@@ -384,16 +384,6 @@ fn finding(cx: &Context, a: usize, w: &Manifest, sa: &str, loss: &Loss, late: La
         }
     }
     f.related(related.0, cx.location(related.1))
-}
-
-fn wait_of(cx: &Context, u: usize) -> Option<usize> {
-    let component = cx.plan.tasks[u].component.as_ref()?;
-    cx.plan
-        .tasks
-        .iter()
-        .rev()
-        .find(|t| t.action == Action::Wait && t.component.as_ref() == Some(component))
-        .map(|t| t.id)
 }
 
 fn later_hint(cx: &Context, wait: Option<usize>) -> String {

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use kube::Client;
 use serde_json::Value;
@@ -20,8 +19,9 @@ use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
 use crate::manifest::ObjectId;
 use crate::rbac::{Right, describe, lost};
+use crate::simulate::events::notify;
 use crate::simulate::wake::{Wake, wake};
-use crate::simulate::{SimEvent, SimEventKind, SimObserver};
+use crate::simulate::{SimEventKind, SimObserver};
 
 /// Starts the pod loop for `workloads` (see [`PodSimulator::start`]); it runs until `cancel`.
 pub(super) fn spawn(
@@ -65,13 +65,7 @@ fn forbidden(e: &RequestError) -> bool {
 
 impl Loop {
     fn emit(&self, kind: SimEventKind) {
-        if let Some(o) = &self.observer {
-            o.on_sim_event(&SimEvent {
-                at: SystemTime::now(),
-                instant: Instant::now(),
-                kind,
-            });
-        }
+        notify(self.observer.as_ref(), kind);
     }
 
     fn pod_event(&self, workload: &ObjectId, pod: &str, change: String) {
@@ -379,19 +373,19 @@ impl Loop {
                     None
                 }
             };
-            let present = self.present.clone();
+            let seen: HashSet<ObjectId> = self.pods[id].generations[i]
+                .deps
+                .iter()
+                .map(Dependency::id)
+                .filter(|d| self.present.contains(d))
+                .collect();
             let p = self.pods.get_mut(id).expect("known workload");
             let timing = p.timing;
             let previous = p.last_rules.clone();
             let g = &mut p.generations[i];
             g.state = State::Running;
             g.due = now + timing.ready;
-            g.seen = g
-                .deps
-                .iter()
-                .map(Dependency::id)
-                .filter(|d| present.contains(d))
-                .collect();
+            g.seen = seen;
             g.elects = rights
                 .as_ref()
                 .is_some_and(|r| may_lease(r, &id.name, &["get", "update"]));
