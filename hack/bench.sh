@@ -15,6 +15,10 @@
 #   hack/bench.sh e2e      `minicvo e2e upgrade` of openshift-multi on a fresh test control
 #                          plane, ROUNDS times: where the wall time goes (requests, operator
 #                          waits, idle between tasks) per phase and run-level
+#   hack/bench.sh operator `minicvo operator` on openshift-multi on a fresh test control plane:
+#                          install, ROUNDS reconcile passes against ROUNDS one-shot
+#                          `minicvo apply --mode reconciling` runs, idle memory, and the time
+#                          from `kubectl patch` of spec.desiredUpdate to the first write
 #   hack/bench.sh lint     minicvo lint --all-profiles of ../shared/payloads/openshift-multi with
 #                          the offline schema validation and with --no-schema: wall time, peak
 #                          RSS, ratio
@@ -623,8 +627,90 @@ PY
   echo "Raw: $OUT (timelines, traces, results)"
 }
 
+# bench_operator: the operator's figures on openshift-multi (see the header).
+bench_operator() {
+  say "building minicvo (release)"
+  cargo build --release --bin minicvo >&2
+  MINICVO=$ROOT/target/release/minicvo
+  start_plane
+  # The corpus has no release-metadata: two payload roots of symlinks, versions 4.17.0 and 4.17.1.
+  local v f
+  for v in 4.17.0 4.17.1; do
+    mkdir -p "$WORK/payloads/$v/release-manifests"
+    for f in "$CORPUS"/release-manifests/*; do ln -s "$f" "$WORK/payloads/$v/release-manifests/"; done
+    printf '{"kind":"cincinnati-metadata-v0","version":"%s"}' "$v" >"$WORK/payloads/$v/release-manifests/release-metadata"
+  done
+  local ns
+  for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
+import json, sys
+objs = json.load(sys.stdin)["items"]
+print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})))'); do
+    "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
+  done
+  "$MINICVO" simulate "$CORPUS" --release-version 4.17.0 -q >"$WORK/simulate.log" 2>&1 &
+  local sim=$!
+  say "operator: install of openshift-multi 4.17.0"
+  local start
+  start=$(now_ms)
+  "$MINICVO" -v operator --payloads "$WORK/payloads" --release 4.17.0 --stub-missing-crds \
+    --resync-interval 3s --no-resync-jitter --no-leader-elect --wait-timeout 120s 2>"$OUT/operator.log" &
+  local op=$!
+  cv_field() { "$KUBECTL" get clusterversion version -o "jsonpath=$1" 2>/dev/null || true; }
+  until [[ $(cv_field '{.status.history[0].state}') == Completed ]]; do
+    kill -0 "$op" 2>/dev/null || die "the operator exited (see $OUT/operator.log)"
+    sleep 0.2
+  done
+  local installed=$(($(now_ms) - start))
+  say "operator: $ROUNDS reconcile passes"
+  until (($(grep -c 'reconciling pass of 4.17.0 completed' "$OUT/operator.log") >= ROUNDS + 1)); do sleep 0.5; done
+  local rss hwm
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$op/status")
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$op/status")
+  grep -o 'reconciling pass of 4.17.0 completed in [0-9.]*s' "$OUT/operator.log" | tail -n "$ROUNDS" |
+    sed 's/.* in \([0-9.]*\)s/\1/' | while read -r t; do record reconcile operator ms "$(awk -v t="$t" 'BEGIN {printf "%.0f", t * 1000}')"; done
+  say "operator: time from kubectl patch to the first write of the update"
+  local patched first
+  patched=$(now_ms)
+  "$KUBECTL" patch clusterversion version --type merge -p '{"spec":{"desiredUpdate":{"version":"4.17.1"}}}' >/dev/null
+  until [[ $(cv_field '{.status.history[0].version}') == 4.17.1 ]]; do sleep 0.01; done
+  first=$(($(now_ms) - patched))
+  kill -TERM "$op"
+  local term
+  term=$(now_ms)
+  wait "$op" || true
+  term=$(($(now_ms) - term))
+  kill "$sim" 2>/dev/null || true
+  wait "$sim" 2>/dev/null || true
+  say "baseline: $ROUNDS one-shot minicvo apply --mode reconciling of the same payload"
+  local r t0
+  for ((r = 0; r < ROUNDS; r++)); do
+    t0=$(now_ms)
+    "$MINICVO" apply "$WORK/payloads/4.17.0" --mode reconciling --no-cluster-version --stub-missing-crds \
+      --no-progress -q -o json >"$WORK/reconcile-$r.json" || say "one-shot reconcile $r reported failures"
+    record reconcile apply ms $(($(now_ms) - t0))
+  done
+  echo "## minicvo operator on openshift-multi"
+  echo
+  machine
+  echo "- \`minicvo operator --payloads DIR --release 4.17.0 --stub-missing-crds --resync-interval 3s --no-resync-jitter --no-leader-elect\`, release build, one fresh test control plane, operators played by \`minicvo simulate\`"
+  echo
+  echo "| figure | value |"
+  echo "|---|---|"
+  echo "| install (initializing pass, process start → history Completed) | $installed ms |"
+  echo "| reconciling pass, median of $ROUNDS (operator) | $(med reconcile operator ms) ms |"
+  echo "| one-shot \`minicvo apply --mode reconciling\` as a process, median of $ROUNDS (baseline) | $(med reconcile apply ms) ms |"
+  echo "| ratio one-shot ÷ operator pass | $(awk -v a="$(med reconcile apply ms)" -v b="$(med reconcile operator ms)" 'BEGIN {printf "%.2fx", a / b}') |"
+  echo "| idle operator RSS after $((ROUNDS + 1)) reconcile passes | $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB) |"
+  echo "| \`kubectl patch\` of desiredUpdate → first write of the update (history entry) | $first ms |"
+  echo "| SIGTERM → exit | $term ms |"
+  echo
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "Raw: $OUT"
+}
+
 case ${1:-} in
   lint) bench_lint ;;
+  operator) bench_operator ;;
   load) bench_load ;;
   divan) bench_divan ;;
   apply) bench_apply ;;

@@ -1,28 +1,52 @@
 #!/usr/bin/env bash
-# The upgrade e2e against a real cluster: creates a kind cluster, replays the machine-config
-# story with the bundled samples (payload/old -> payload/new must pass; payload/old ->
-# payload/new-buggy must be reported), optionally the real corpus, and deletes the cluster on
-# any exit. See docs/e2e.md.
+# The e2e scenarios against a real cluster: creates a kind cluster, runs them, and deletes the
+# cluster on any exit. See docs/e2e.md and docs/operator.md.
 #
-#   hack/kind-e2e.sh                 both sample scenarios
-#   KIND_E2E_CORPUS=DIR hack/kind-e2e.sh   also mco-4.13 -> mco-before-fix / mco-after-fix from DIR
-#                                    (default ../shared/payloads when it exists)
+#   hack/kind-e2e.sh [upgrade]       the upgrade e2e: replays the machine-config story with the
+#                                    bundled samples (payload/old -> payload/new must pass;
+#                                    payload/old -> payload/new-buggy must be reported) and,
+#                                    when the corpus is there, mco-4.13 -> mco-before-fix /
+#                                    mco-after-fix (KIND_E2E_CORPUS=DIR, default ../shared/payloads)
+#   hack/kind-e2e.sh operator        `minicvo operator` in the cluster: builds the image
+#                                    (deploy/Dockerfile), loads it into kind, applies deploy/,
+#                                    waits for a leader, installs 4.13.0, updates to 4.14.0 by
+#                                    patching spec.desiredUpdate, checks that exactly one
+#                                    replica led, then deletes the leader and times the handover
+#   hack/kind-e2e.sh all             both, on one cluster
 #
 # Environment:
 #   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it)
-#   KIND_E2E_OUT=DIR       where timelines, traces and JUnit files go (default target/kind-e2e)
+#   KIND_E2E_OUT=DIR       where timelines, traces, JUnit files and logs go (default target/kind-e2e)
 #   KIND_E2E_IMAGE=IMAGE   node image for `kind create cluster --image`
 #   KIND_E2E_ARGS="..."    extra flags for every `minicvo e2e upgrade` (e.g. --wait-available
 #                          for payloads whose images really run)
+#   KIND_E2E_OPERATOR_IMAGE=IMAGE
+#                          operator scenario: use this local image instead of building
+#                          minicvo:dev from deploy/Dockerfile
+#   KIND_E2E_OPERATOR_TIMEOUT=SECONDS
+#                          operator scenario: the longest wait for each step (default 300)
 #
 # Needs kind and a running Docker daemon; exits 2 with a message when either is missing. It
 # cannot run in minicvo's CI, which has no Docker: CI runs the same harness against the test
-# control plane (hack/test.sh, tests/e2e_upgrade.rs) instead.
+# control plane (hack/test.sh, tests/e2e_upgrade.rs, the operator tests) instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 say() { echo "kind-e2e: $*" >&2; }
+
+SCENARIO=${1:-upgrade}
+case $SCENARIO in
+  upgrade | operator | all) ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|all]"
+    exit 2
+    ;;
+esac
 
 if ! command -v kind >/dev/null; then
   say "kind is not installed; hint: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
@@ -39,16 +63,38 @@ if ! docker info >/dev/null 2>&1; then
   say "hint: start Docker, or check DOCKER_HOST and your permissions on the socket"
   exit 2
 fi
-command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
+if [[ $SCENARIO != operator ]]; then
+  command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
+fi
+if [[ $SCENARIO != upgrade ]]; then
+  command -v kubectl >/dev/null || { say "kubectl is not installed (the operator scenario applies deploy/ with it)"; exit 2; }
+fi
 
 NAME=minicvo-e2e-$$
+
 OUT=${KIND_E2E_OUT:-$ROOT/target/kind-e2e}
 mkdir -p "$OUT"
 KC=$OUT/kubeconfig
 read -r -a EXTRA <<<"${KIND_E2E_ARGS:-}"
 
+SIM_PID=
+# The simulated operators of one payload, in the background (the sample payloads' images never
+# run, so their ClusterOperators report through `minicvo simulate`).
+start_simulator() {
+  "$BIN" simulate "$1" --release-version "$2" --kubeconfig "$KC" >"$OUT/operator.simulate-$2.log" 2>&1 &
+  SIM_PID=$!
+}
+stop_simulator() {
+  if [[ -n ${SIM_PID:-} ]]; then
+    kill "$SIM_PID" 2>/dev/null || true
+    wait "$SIM_PID" 2>/dev/null || true
+    SIM_PID=
+  fi
+}
+
 cleanup() {
   local rc=$?
+  stop_simulator
   if [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
     say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
   else
@@ -64,6 +110,13 @@ say "building minicvo"
 cargo build --release --quiet
 BIN=$ROOT/target/release/minicvo
 
+# The operator's image, before a cluster exists: a failed build costs no cluster.
+OP_IMAGE=${KIND_E2E_OPERATOR_IMAGE:-minicvo:dev}
+if [[ $SCENARIO != upgrade && -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
+  say "building image $OP_IMAGE from deploy/Dockerfile"
+  docker build -f deploy/Dockerfile -t "$OP_IMAGE" . >&2
+fi
+
 say "creating kind cluster $NAME"
 create=(kind create cluster --name "$NAME" --kubeconfig "$KC" --wait 180s)
 [[ -n ${KIND_E2E_IMAGE:-} ]] && create+=(--image "$KIND_E2E_IMAGE")
@@ -75,7 +128,7 @@ failures=0
 # or "finding" (exit 1 with the run completed, a delete-before-workload-update finding and a
 # live-pods-keep-access harm).
 run_e2e() {
-  local name=$1 expect=$2 rc=0
+  local name=$1 expect=$2 rc=0 line
   shift 2
   say "scenario $name (expect: $expect)"
   "$BIN" e2e upgrade "$@" --kubeconfig "$KC" --clean --cleanup --no-progress -o json \
@@ -114,21 +167,169 @@ print("as expected" if ok else "NOT as expected")
 sys.exit(0 if ok else 1)
 EOF
   ) || { failures=$((failures + 1)); }
-  echo "$verdict" | sed "s/^/kind-e2e: $name: /" >&2
+  while IFS= read -r line; do say "$name: $line"; done <<<"$verdict"
 }
 
-run_e2e sample-fixed pass --from payload/old --to payload/new
-run_e2e sample-buggy finding --from payload/old --to payload/new-buggy
+run_upgrade_scenarios() {
+  run_e2e sample-fixed pass --from payload/old --to payload/new
+  run_e2e sample-buggy finding --from payload/old --to payload/new-buggy
 
-CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
-if [[ -d $CORPUS/mco-4.13 ]]; then
-  corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
-    --stub-missing-crds --create-missing-namespaces)
-  run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
-  run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
-else
-  say "no corpus at $CORPUS; skipping the mco scenarios (set KIND_E2E_CORPUS)"
-fi
+  CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
+  if [[ -d $CORPUS/mco-4.13 ]]; then
+    corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
+      --stub-missing-crds --create-missing-namespaces)
+    run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
+    run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
+  else
+    say "no corpus at $CORPUS; skipping the mco scenarios (set KIND_E2E_CORPUS)"
+  fi
+}
+
+# ---- the operator scenario -------------------------------------------------------------------
+
+OP_NS=openshift-cluster-version
+OP_TIMEOUT=${KIND_E2E_OPERATOR_TIMEOUT:-300}
+k() { kubectl --kubeconfig "$KC" "$@"; }
+
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every 2 s until it succeeds; fails after SECONDS.
+wait_until() {
+  local limit=$1 what=$2 start=$SECONDS
+  shift 2
+  until "$@"; do
+    if ((SECONDS - start >= limit)); then
+      say "operator: timed out after ${limit}s waiting for $what"
+      return 1
+    fi
+    sleep 2
+  done
+}
+
+lease_holder() { k -n "$OP_NS" get lease version -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+
+# Every poll records the Lease holder: one line per sample, for the one-leader check.
+HOLDERS=$OUT/operator.holders
+sample_holder() {
+  local h
+  h=$(lease_holder) || h=
+  echo "${h:-<none>}" >>"$HOLDERS"
+  [[ -n $h ]]
+}
+
+# history_top VERSION: ClusterVersion's newest history entry is VERSION, Completed.
+history_top() {
+  sample_holder || true
+  [[ $(k get clusterversion version -o jsonpath='{.status.history[0].version} {.status.history[0].state}' 2>/dev/null) == "$1 Completed" ]]
+}
+
+crd_established() {
+  [[ $(k get crd clusteroperators.config.openshift.io -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]]
+}
+
+# new_holder OLD: a replica other than OLD holds the Lease.
+new_holder() {
+  local h
+  h=$(lease_holder) || return 1
+  [[ -n $h && $h != "$1" ]]
+}
+
+operator_diagnostics() {
+  local f=$OUT/operator.diagnostics.txt
+  {
+    echo "## pods"; k -n "$OP_NS" get pods -o wide
+    echo "## lease"; k -n "$OP_NS" get lease version -o yaml
+    echo "## clusterversion"; k get clusterversion version -o yaml
+    echo "## clusteroperators"; k get clusteroperators -o yaml
+    echo "## events"; k -n "$OP_NS" get events --sort-by=.lastTimestamp
+    for p in $(k -n "$OP_NS" get pods -l app.kubernetes.io/name=minicvo -o name); do
+      echo "## logs $p"; k -n "$OP_NS" logs "$p" --all-containers --tail=200
+    done
+  } >"$f" 2>&1 || true
+  say "operator: diagnostics in $f"
+}
+
+run_operator() {
+  local image=$OP_IMAGE holder old t0 took pods
+  : >"$HOLDERS"
+  say "operator: loading $image into $NAME"
+  kind load docker-image "$image" --name "$NAME" >&2 || return 1
+
+  if [[ $image == minicvo:dev ]]; then
+    k apply -k deploy/ >&2 || return 1
+    # -f must give exactly the objects -k applied: kubectl diff exits 0 when nothing differs.
+    k diff -f deploy/ >&2 || { say "operator: kubectl diff -f deploy/ differs from what apply -k applied"; return 1; }
+    say "operator: apply -k deploy/ and apply -f deploy/ give the same objects"
+  else
+    k kustomize deploy/ | sed "s#image: minicvo:dev#image: $image#" | k apply -f - >&2 || return 1
+  fi
+  k -n "$OP_NS" rollout status deployment/minicvo --timeout="${OP_TIMEOUT}s" >&2 || return 1
+  wait_until "$OP_TIMEOUT" "a leader on Lease $OP_NS/version" sample_holder || return 1
+  holder=$(lease_holder)
+  pods=$(k -n "$OP_NS" get pods -l app.kubernetes.io/name=minicvo -o jsonpath='{.items[*].metadata.name}')
+  [[ " $pods " == *" $holder "* ]] || { say "operator: the Lease holder $holder is none of the pods ($pods)"; return 1; }
+  say "operator: $holder leads ($pods running)"
+
+  # The install of 4.13.0 (--release in deploy/40-deployment.yaml), finished by the simulated
+  # operators of payload/old once the payload's ClusterOperator CRD is served.
+  wait_until "$OP_TIMEOUT" "the ClusterOperator CRD of the payload" crd_established || return 1
+  start_simulator payload/old 4.13.0
+  wait_until "$OP_TIMEOUT" "history 4.13.0 Completed" history_top 4.13.0 || return 1
+  stop_simulator
+  say "operator: installed 4.13.0"
+
+  # The update, as a cluster admin starts it.
+  start_simulator payload/new 4.14.0
+  t0=$SECONDS
+  k patch clusterversion version --type merge -p '{"spec":{"desiredUpdate":{"version":"4.14.0"}}}' >&2 || return 1
+  wait_until "$OP_TIMEOUT" "history 4.14.0 Completed" history_top 4.14.0 || return 1
+  stop_simulator
+  [[ $(k get clusterversion version -o jsonpath='{.status.history[1].version} {.status.history[1].state}') == "4.13.0 Completed" ]] \
+    || { say "operator: history has no 4.13.0 Completed below 4.14.0"; return 1; }
+  say "operator: updated to 4.14.0 in $((SECONDS - t0))s after the patch; history 4.14.0 Completed above 4.13.0 Completed"
+
+  # Exactly one leader: one holder in every sample, and every Event about ClusterVersion
+  # reported by it.
+  local distinct reporters
+  distinct=$(sort -u "$HOLDERS" | grep -vx '<none>' || true)
+  if [[ $(grep -c . <<<"$distinct") -ne 1 ]]; then
+    say "operator: the Lease changed hands during install and update: $(tr '\n' ' ' <<<"$distinct")"
+    return 1
+  fi
+  reporters=$(k -n "$OP_NS" get events --field-selector involvedObject.kind=ClusterVersion \
+    -o jsonpath='{range .items[*]}{.reportingInstance}{"\n"}{end}' | sort -u | grep . || true)
+  if [[ -z $reporters ]]; then
+    say "operator: no Event about ClusterVersion was recorded"
+    return 1
+  fi
+  if [[ $reporters != "$holder" ]]; then
+    say "operator: Events about ClusterVersion come from $(tr '\n' ' ' <<<"$reporters"), not only the leader $holder"
+    return 1
+  fi
+  say "operator: exactly one leader ($holder) in $(wc -l <"$HOLDERS") samples; every ClusterVersion Event is its"
+
+  # Handover: a deleted leader gets SIGTERM and releases the Lease, so another replica takes it
+  # well before the 90 s lease duration would let it (at its next retry, at most 30 s later).
+  old=$holder
+  t0=$SECONDS
+  k -n "$OP_NS" delete pod "$old" --wait=false >&2 || return 1
+  wait_until 60 "another replica to take the Lease from $old" new_holder "$old" || return 1
+  took=$((SECONDS - t0))
+  holder=$(lease_holder)
+  if ((took >= 55)); then
+    say "operator: $holder took over ${took}s after $old was deleted: the Lease was not released on SIGTERM"
+    return 1
+  fi
+  k -n "$OP_NS" rollout status deployment/minicvo --timeout="${OP_TIMEOUT}s" >&2 || return 1
+  say "operator: $old deleted, $holder leads ${took}s later (released on SIGTERM; expiry would take 60-120 s)"
+}
+
+case $SCENARIO in
+  upgrade) run_upgrade_scenarios ;;
+  operator) run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; } ;;
+  all)
+    run_upgrade_scenarios
+    run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
+    ;;
+esac
 
 say "results in $OUT"
 if ((failures > 0)); then

@@ -48,6 +48,7 @@ pub mod filter;
 pub mod image;
 pub mod manifest;
 pub mod merge;
+pub mod operator;
 pub mod output;
 pub mod payload;
 pub mod plan;

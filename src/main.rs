@@ -9,7 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    cli::init_logging(args.verbose, args.quiet);
+    cli::init_logging(args.verbose, args.quiet, args.log_format);
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

@@ -109,6 +109,12 @@ pub struct UpgradeArgs {
     /// `live-pods-keep-access` check).
     #[arg(long)]
     pub no_live_pods: bool,
+    /// Drive the install and the update through a running operator (`minicvo operator`, in
+    /// this process): it installs FROM, and the update starts when `spec.desiredUpdate` of
+    /// ClusterVersion `version` is set to TO's version. With --clean, ClusterVersion `version`
+    /// is deleted first so that the operator installs.
+    #[arg(long)]
+    pub via_operator: bool,
     /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
     /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
     #[arg(long = "pods", value_name = "SPEC")]
@@ -210,6 +216,7 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             release_image: a.release_image.clone(),
             ..ApplyOptions::default()
         },
+        via_operator: a.via_operator,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

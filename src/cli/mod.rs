@@ -6,6 +6,7 @@ mod completions;
 mod diff;
 mod e2e;
 mod lint;
+mod operator;
 mod plan;
 mod progress;
 mod simulate;
@@ -31,6 +32,10 @@ pub struct Cli {
     /// Only errors on stderr.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// The format of the logs on stderr: text for people, json (one object a line) for log
+    /// collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -59,14 +64,29 @@ enum Command {
     /// End-to-end tests against a cluster: `e2e upgrade --from OLD --to NEW` installs OLD,
     /// updates to NEW with simulated operators and checks the order of what happened.
     E2e(e2e::E2eArgs),
+    /// Run as a Cluster Version Operator until stopped: install the release, update when
+    /// ClusterVersion `spec.desiredUpdate` changes, reconcile every interval, with leader
+    /// election, metrics and health endpoints.
+    Operator(operator::OperatorArgs),
     /// Print shell completions for bash, zsh or fish on stdout.
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff) on stdout.
     Man(completions::ManArgs),
 }
 
-/// Sets up `tracing` on stderr. `RUST_LOG` overrides the verbosity flags.
-pub fn init_logging(verbose: u8, quiet: bool) {
+/// The format of the logs on stderr (`--log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line an event, without time, coloured on a terminal.
+    #[default]
+    Text,
+    /// One JSON object a line: `timestamp` (RFC 3339), `level`, `target`, `message` and the
+    /// event's fields.
+    Json,
+}
+
+/// Sets up `tracing` on stderr in `format`. `RUST_LOG` overrides the verbosity flags.
+pub fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -87,13 +107,23 @@ pub fn init_logging(verbose: u8, quiet: bool) {
     // Colour only on a terminal, and never with NO_COLOR set.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .try_init();
+    let _ = match format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(ansi)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .without_time()
+            .try_init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init(),
+    };
 }
 
 /// Runs the parsed command.
@@ -110,6 +140,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(a) => diff::diff(&a),
         Command::Simulate(a) => simulate::simulate(&a),
         Command::E2e(a) => e2e::e2e(&a, cli.verbose, cli.quiet),
+        Command::Operator(a) => operator::operator(&a),
         Command::Completions(a) => completions::completions(&a),
         Command::Man(a) => completions::man(&a),
     }

@@ -15,6 +15,17 @@ use serde_json::{Map, Value, json};
 use super::capabilities::CapabilityStatus;
 use super::error::{Effect, UpdateError, multiple, summary_for_reason};
 
+/// The Go name of this machine's architecture, as the CVO reports it.
+#[must_use]
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
+}
+
 /// The release being applied (`status.desired`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Release {

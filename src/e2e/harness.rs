@@ -58,6 +58,9 @@ pub struct UpgradeOptions {
     pub pods: PodOptions,
     /// Settings of both apply runs (the mode comes from the phase).
     pub apply: ApplyOptions,
+    /// Drive both phases through a running operator ([`crate::operator`]): it installs OLD,
+    /// and the update starts when ClusterVersion `spec.desiredUpdate` is set to NEW's version.
+    pub via_operator: bool,
 }
 
 impl Default for UpgradeOptions {
@@ -79,6 +82,7 @@ impl Default for UpgradeOptions {
             live_pods: true,
             pods: PodOptions::default(),
             apply: ApplyOptions::default(),
+            via_operator: false,
         }
     }
 }
@@ -119,6 +123,9 @@ pub enum E2eError {
     /// `--simulate` names an operator neither payload has.
     #[error("--simulate names {0}, which neither payload has as a ClusterOperator (it has: {1})")]
     UnknownOperator(String, String),
+    /// The operator of `--via-operator` could not be driven.
+    #[error("--via-operator: {0}")]
+    Operator(String),
 }
 
 fn load(
@@ -156,6 +163,55 @@ fn load(
         }
     }
     Ok(payload)
+}
+
+/// The operator of `--via-operator` and what it needs to start.
+struct Operated {
+    payloads: Option<[(String, Arc<Payload>); 2]>,
+    from: String,
+    to: String,
+    driver: Option<super::via_operator::Driver>,
+}
+
+impl Operated {
+    /// The phase's pass: the operator's install of OLD (started here), or its update to NEW
+    /// once `spec.desiredUpdate` asks for it.
+    async fn phase(
+        &mut self,
+        clients: &Clients,
+        options: &UpgradeOptions,
+        phase: Phase,
+        apply_options: &ApplyOptions,
+        observer: Arc<dyn ApplyObserver>,
+        cancel: &CancellationToken,
+    ) -> Result<apply::ApplyReport, E2eError> {
+        match (&mut self.driver, self.payloads.take()) {
+            (None, Some(payloads)) => {
+                let mut o = apply_options.clone();
+                // The operator chooses the mode of each pass and its capabilities.
+                o.capabilities = None;
+                self.driver = Some(super::via_operator::Driver::start(
+                    &clients.apply,
+                    payloads,
+                    &self.from,
+                    &options.load,
+                    &o,
+                    observer,
+                ));
+            }
+            (Some(d), _) => {
+                d.observe(observer);
+                d.request(&self.to).await?;
+            }
+            (None, None) => return Err(E2eError::Operator("the operator is gone".into())),
+        }
+        let version = match phase {
+            Phase::Install => self.from.clone(),
+            Phase::Upgrade => self.to.clone(),
+        };
+        let d = self.driver.as_mut().expect("started above");
+        d.pass_of(&version, cancel).await
+    }
 }
 
 /// Both observers of a phase: the timeline and the caller's.
@@ -232,6 +288,19 @@ pub async fn upgrade(
     for line in crate::cvo::capabilities::describe(&implied) {
         tracing::info!("{line}");
     }
+    // The operator of --via-operator gets the payloads as loaded here.
+    let kept = options.via_operator.then(|| {
+        [
+            (
+                from_version.clone().unwrap_or_default(),
+                Arc::new(old.clone()),
+            ),
+            (
+                to_version.clone().unwrap_or_default(),
+                Arc::new(new.clone()),
+            ),
+        ]
+    });
     let mut old_plan = plan::from_payload(old, &old_filters, Mode::Initializing, 0);
     old_plan.version.clone_from(&from_version);
     let mut new_plan = plan::from_payload(new, &new_filters, Mode::Updating, 0);
@@ -267,6 +336,10 @@ pub async fn upgrade(
             c.deleted,
             c.seconds
         );
+        if options.via_operator {
+            // The operator installs (initializing mode) only a cluster with no completed update.
+            super::via_operator::forget_cluster_version(&clients.apply).await?;
+        }
     }
     let stub_started = Instant::now();
     let requests_before = clients.apply.requests.get();
@@ -309,6 +382,12 @@ pub async fn upgrade(
     });
     let board = pods.as_ref().map(PodSimulator::board);
     let mut runs = Vec::new();
+    let mut driver = kept.map(|payloads| Operated {
+        payloads: Some(payloads),
+        from: from_version.clone().unwrap_or_default(),
+        to: to_version.clone().unwrap_or_default(),
+        driver: None,
+    });
     for (phase, plan, ops, caps) in [
         (Phase::Install, &old_plan, old_ops, old_caps),
         (Phase::Upgrade, &new_plan, new_ops, new_caps),
@@ -326,9 +405,19 @@ pub async fn upgrade(
             &recorder,
             board.clone(),
             observer.clone(),
+            driver.as_mut(),
             cancel.clone(),
         )
-        .await?;
+        .await;
+        let run = match run {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(d) = driver.and_then(|d| d.driver) {
+                    d.stop().await;
+                }
+                return Err(e);
+            }
+        };
         let ok = run.report.ok;
         runs.push(run);
         if !ok {
@@ -336,6 +425,9 @@ pub async fn upgrade(
         }
     }
 
+    if let Some(d) = driver.and_then(|d| d.driver) {
+        d.stop().await;
+    }
     let pod_summary = match pods {
         Some(p) => Some(p.stop().await),
         None => None,
@@ -407,6 +499,7 @@ async fn run_phase(
     recorder: &Arc<Recorder>,
     pods: Option<Arc<PodBoard>>,
     observer: Option<Arc<dyn ApplyObserver>>,
+    operated: Option<&mut Operated>,
     cancel: CancellationToken,
 ) -> Result<PhaseRun, E2eError> {
     let script_phase = match phase {
@@ -431,12 +524,20 @@ async fn run_phase(
     apply_options.runner.mode = plan.mode;
     apply_options.capabilities = Some(capabilities);
     let fanout: Arc<dyn ApplyObserver> = Arc::new(Fanout(recorder.clone(), observer));
-    let result = apply::run(&clients.apply, plan.clone(), &apply_options, fanout, cancel).await;
+    let result = match operated {
+        None => apply::run(&clients.apply, plan.clone(), &apply_options, fanout, cancel)
+            .await
+            .map_err(E2eError::from),
+        Some(op) => {
+            op.phase(clients, options, phase, &apply_options, fanout, &cancel)
+                .await
+        }
+    };
     let summary = simulator.stop().await;
     let report = result?;
     Ok(PhaseRun {
         phase,
-        mode: plan.mode,
+        mode: report.mode,
         version: plan.version.clone(),
         report,
         simulator_requests: clients.simulator.requests.get() - sim_before,

@@ -30,6 +30,7 @@ pub mod junit;
 pub mod report;
 pub mod timeline;
 pub mod trace;
+mod via_operator;
 
 pub use assertion::Assertion;
 pub use checks::{Check, STORY_CHECK};

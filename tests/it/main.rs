@@ -46,6 +46,7 @@ mod lint_harm_shapes;
 mod load_errors;
 mod merge_cluster;
 mod merge_cluster_kinds;
+mod operator;
 mod plan_properties;
 mod release_image;
 mod reliability;

@@ -61,16 +61,6 @@ pub(super) fn set_condition(
     cvo::status::set(list, &now(), kind, value, reason, message);
 }
 
-/// The Go name of this machine's architecture, as the CVO reports it.
-fn go_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "powerpc64" => "ppc64le",
-        other => other,
-    }
-}
-
 /// The CVO's status for the run's state (`minicvo::cvo::status`).
 fn cvo_status(
     current: &Value,
@@ -95,7 +85,7 @@ fn cvo_status(
         desired: Release {
             version: o.version.clone(),
             image: o.image.clone(),
-            architecture: go_arch().to_string(),
+            architecture: cvo::status::go_arch().to_string(),
         },
         generation: current
             .get("observedGeneration")

@@ -1,0 +1,539 @@
+//! The sync loop (cvo.md §8.2): from what ClusterVersion asks for, the work (a release, its
+//! overrides and capabilities); a pass of the graph in the work's mode; after a success a
+//! reconciling pass every interval, after a failure a retry after the backoff. A new desired
+//! state whose payload is at hand cancels the pass in flight and starts at once; one without a
+//! payload is refused (`ReleaseAccepted=False`) and the current work goes on.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::desired::{self, Desired};
+use super::payloads::PayloadIndex;
+use super::record::{self, Event};
+use super::{Hooks, OperatorOptions, PassEnd, PassRecord};
+use crate::apply::{self, ApplyEvent, ApplyObserver, Connection, EventKind};
+use crate::cvo::capabilities;
+use crate::payload::Payload;
+use crate::plan::{self, Mode};
+
+/// One piece of work: a desired state with its payload, and how far it got.
+struct Work {
+    desired: Desired,
+    payload: Arc<Payload>,
+    /// The payload the cluster ran before (implicitly enabled capabilities).
+    previous: Option<Arc<Payload>>,
+    /// The mode of passes until one succeeds.
+    mode: Mode,
+    /// A pass succeeded: the work is reconciled from now on.
+    completed: bool,
+    /// Failed passes since the last success (the reconciling order's seed).
+    attempt: usize,
+    /// When the next pass may start (`None`: now).
+    next_at: Option<Instant>,
+}
+
+/// Why a desired state was refused.
+struct Refusal {
+    reason: &'static str,
+    message: String,
+}
+
+pub(super) struct SyncLoop {
+    pub conn: Connection,
+    pub index: Arc<Mutex<PayloadIndex>>,
+    pub options: OperatorOptions,
+    pub hooks: Hooks,
+    pub cluster_version: watch::Receiver<Option<Value>>,
+    pub identity: String,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl SyncLoop {
+    pub async fn run(&mut self, cancel: &CancellationToken) {
+        let mut work: Option<Work> = None;
+        // Never reset by a success, as in the CVO.
+        let mut failures = 0u32;
+        let mut refused: Option<Desired> = None;
+        loop {
+            if cancel.is_cancelled() {
+                return;
+            }
+            self.hooks.health.mark_alive();
+            let cv = self.cluster_version.borrow_and_update().clone();
+            let wanted = match desired::from_cluster_version(cv.as_ref(), &self.options.release) {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!("clusterversion: {e}");
+                    self.wait(None, cancel).await;
+                    continue;
+                }
+            };
+            let differs = work.as_ref().is_none_or(|w| w.desired != wanted);
+            if let Some(w) = work.as_ref().filter(|_| !differs)
+                && refused.take().is_some()
+            {
+                // Asked for the release at hand again after a refusal.
+                self.accepted(w).await;
+            }
+            if differs && refused.as_ref() != Some(&wanted) {
+                match self.prepare(&wanted, cv.as_ref(), work.as_ref()) {
+                    Ok(next) => {
+                        if refused.take().is_some() {
+                            self.accepted(&next).await;
+                        }
+                        if let Some(w) = &work {
+                            tracing::info!(
+                                "new work: {} (was {})",
+                                wanted.shown(),
+                                w.desired.shown()
+                            );
+                        } else {
+                            tracing::info!("work: {} in {} mode", wanted.shown(), next.mode);
+                        }
+                        self.hooks.metrics.set_cluster_version(
+                            "desired",
+                            &wanted.version,
+                            &wanted.image,
+                            "",
+                            unix_now(),
+                        );
+                        work = Some(next);
+                    }
+                    Err(r) => {
+                        tracing::warn!("refused {}: {}", wanted.shown(), r.message);
+                        self.refuse(&r).await;
+                        refused = Some(wanted);
+                    }
+                }
+            }
+            let Some(w) = work.as_mut() else {
+                self.wait(None, cancel).await;
+                continue;
+            };
+            if let Some(t) = w.next_at
+                && Instant::now() < t
+            {
+                self.wait(Some(t), cancel).await;
+                continue;
+            }
+            match self.pass(w, cancel).await {
+                PassEnd::Completed => {
+                    w.completed = true;
+                    w.attempt = 0;
+                    w.next_at = Some(Instant::now() + self.options.schedule.interval);
+                }
+                PassEnd::Failed => {
+                    failures += 1;
+                    w.attempt += 1;
+                    let delay = self.options.schedule.backoff_jittered(failures);
+                    tracing::info!("pass failed ({failures} so far); next in {delay:.1?}");
+                    w.next_at = Some(Instant::now() + delay);
+                }
+                PassEnd::Superseded => {}
+                PassEnd::Stopped => return,
+            }
+        }
+    }
+
+    /// Sleeps until `until` (`None`: no timer), a ClusterVersion change or `cancel`.
+    async fn wait(&mut self, until: Option<Instant>, cancel: &CancellationToken) {
+        let rx = &mut self.cluster_version;
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = async {
+                match until {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+            r = rx.changed() => {
+                if r.is_err() {
+                    // The follower is gone: fall back to the timer.
+                    match until {
+                        Some(t) => tokio::time::sleep_until(t).await,
+                        None => cancel.cancelled().await,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Finds and loads the payload of `wanted`.
+    fn prepare(
+        &self,
+        wanted: &Desired,
+        cv: Option<&Value>,
+        current: Option<&Work>,
+    ) -> Result<Work, Refusal> {
+        let payload = find_and_load(&self.index, &self.options, wanted)?;
+        // The same release with other overrides or capabilities: an update pass, unless the
+        // cluster is still being installed (cvo.md §8.2 `calculateNext`).
+        let mode = match current {
+            Some(w) if w.desired.same_release(wanted) => match w.mode {
+                Mode::Initializing if !w.completed => Mode::Initializing,
+                _ => Mode::Updating,
+            },
+            _ => crate::cvo::mode::from_cluster_version(cv, &wanted.version, &wanted.image).mode,
+        };
+        let previous = cv
+            .and_then(|cv| cv.pointer("/status/history"))
+            .and_then(Value::as_array)
+            .and_then(|h| h.iter().find(|e| e["state"] == "Completed"))
+            .and_then(|e| e["version"].as_str())
+            .filter(|v| *v != wanted.version)
+            .and_then(|v| {
+                let d = Desired {
+                    version: v.to_string(),
+                    ..Desired::default()
+                };
+                find_and_load(&self.index, &self.options, &d).ok()
+            });
+        Ok(Work {
+            desired: wanted.clone(),
+            payload,
+            previous,
+            mode,
+            completed: false,
+            attempt: 0,
+            next_at: None,
+        })
+    }
+
+    async fn refuse(&self, r: &Refusal) {
+        match record::release_accepted(&self.conn.client, false, r.reason, &r.message).await {
+            Ok(_) => {}
+            Err(e) => tracing::warn!("recording ReleaseAccepted=False: {e}"),
+        }
+        self.event(true, "ReleaseRejected", r.message.clone()).await;
+    }
+
+    async fn accepted(&self, w: &Work) {
+        let message = format!(
+            "Payload loaded version=\"{}\" image=\"{}\" architecture=\"{}\"",
+            w.desired.version,
+            w.desired.image,
+            crate::cvo::status::go_arch()
+        );
+        if let Err(e) =
+            record::release_accepted(&self.conn.client, true, "PayloadLoaded", &message).await
+        {
+            tracing::warn!("recording ReleaseAccepted=True: {e}");
+        }
+    }
+
+    async fn event(&self, warning: bool, reason: &str, message: String) {
+        let e = Event {
+            warning,
+            reason,
+            message,
+        };
+        if let Err(err) = record::event(
+            &self.conn.client,
+            &self.options.namespace,
+            &self.identity,
+            e,
+        )
+        .await
+        {
+            tracing::warn!("recording event {reason}: {err}");
+        }
+    }
+
+    /// One pass of the graph for `w`.
+    async fn pass(&mut self, w: &Work, cancel: &CancellationToken) -> PassEnd {
+        let mode = if w.completed {
+            Mode::Reconciling
+        } else {
+            w.mode
+        };
+        let cv = self.cluster_version.borrow().clone();
+        let prior: Option<BTreeSet<String>> = cv
+            .as_ref()
+            .and_then(|cv| cv.pointer("/status/capabilities/enabledCapabilities"))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            });
+        let (filters, status, _why) = capabilities::for_run(
+            &w.desired.filters(&self.options.load.filters),
+            prior.as_ref(),
+            &w.payload.manifests,
+            w.previous.as_ref().map(|p| p.manifests.as_slice()),
+        );
+        let plan = Arc::new(plan::build(&w.payload, &filters, mode, w.attempt));
+        let mut options = self.options.apply.clone();
+        options.runner.mode = mode;
+        options.capabilities = Some(status);
+        options.timeout = Some(self.options.schedule.pass_timeout(mode));
+        if !w.desired.image.is_empty() {
+            options.release_image.clone_from(&w.desired.image);
+        }
+        let version = w.desired.shown().to_string();
+        let update = mode != Mode::Reconciling && w.attempt == 0;
+        if update {
+            self.event(
+                false,
+                "UpdateStarted",
+                format!("{mode} to {version} started"),
+            )
+            .await;
+        }
+
+        // A new desired state with a payload at hand cancels this pass.
+        let pass_cancel = cancel.child_token();
+        let superseded = Arc::new(AtomicBool::new(false));
+        let supersede = {
+            let mut rx = self.cluster_version.clone();
+            let (index, opts, me) = (self.index.clone(), self.options.clone(), w.desired.clone());
+            let (token, flag) = (pass_cancel.clone(), superseded.clone());
+            tokio::spawn(async move {
+                while rx.changed().await.is_ok() {
+                    let cv = rx.borrow_and_update().clone();
+                    let Ok(d) = desired::from_cluster_version(cv.as_ref(), &opts.release) else {
+                        continue;
+                    };
+                    if d != me && index.lock().expect("index lock").find(&d.version).is_some() {
+                        flag.store(true, Ordering::SeqCst);
+                        token.cancel();
+                        return;
+                    }
+                }
+            })
+        };
+        let total = plan.tasks.len();
+        self.hooks.metrics.set_payload(&version, 0, total);
+        let observer: Arc<dyn ApplyObserver> = Arc::new(PassObserver {
+            hooks: self.hooks.clone(),
+            version: version.clone(),
+            total,
+            done: AtomicUsize::new(0),
+        });
+        if mode != Mode::Reconciling {
+            self.hooks.metrics.set_cluster_version(
+                "updating",
+                &version,
+                &w.desired.image,
+                "",
+                unix_now(),
+            );
+        }
+        let started = Instant::now();
+        let result = apply::run(&self.conn, plan, &options, observer, pass_cancel).await;
+        supersede.abort();
+        let seconds = started.elapsed().as_secs_f64();
+        self.hooks.metrics.clear_cluster_version("updating");
+        self.hooks.metrics.set_requests(self.conn.requests.get());
+        let end = match &result {
+            _ if superseded.load(Ordering::SeqCst) => PassEnd::Superseded,
+            _ if cancel.is_cancelled() => PassEnd::Stopped,
+            Ok(r) if r.ok => PassEnd::Completed,
+            _ => PassEnd::Failed,
+        };
+        let requests = result.as_ref().map_or(0, |r| r.requests);
+        tracing::info!(
+            "{mode} pass of {version} {} in {seconds:.2}s ({requests} requests)",
+            match end {
+                PassEnd::Completed => "completed",
+                PassEnd::Failed => "failed",
+                PassEnd::Superseded => "superseded",
+                PassEnd::Stopped => "stopped",
+            }
+        );
+        if matches!(end, PassEnd::Completed | PassEnd::Failed) {
+            self.hooks
+                .metrics
+                .observe_pass(&mode.to_string(), seconds, end == PassEnd::Completed);
+        }
+        match (&result, end) {
+            (Ok(_), PassEnd::Completed) => {
+                let now = unix_now();
+                self.hooks.metrics.clear_cluster_version("failure");
+                self.hooks.metrics.set_cluster_version(
+                    "completed",
+                    &version,
+                    &w.desired.image,
+                    "",
+                    now,
+                );
+                self.hooks.metrics.set_cluster_version(
+                    "current",
+                    &version,
+                    &w.desired.image,
+                    "",
+                    now,
+                );
+                if update {
+                    self.event(
+                        false,
+                        "UpdateCompleted",
+                        format!("{mode} to {version} completed in {seconds:.1}s"),
+                    )
+                    .await;
+                }
+            }
+            (r, PassEnd::Failed) => {
+                let why = match r {
+                    Ok(report) => report
+                        .errors
+                        .first()
+                        .map_or_else(|| "stopped (pass timeout)".to_string(), ToString::to_string),
+                    Err(e) => e.to_string(),
+                };
+                tracing::warn!("{mode} pass of {version} failed: {why}");
+                self.hooks.metrics.payload_error(&version);
+                self.hooks.metrics.set_cluster_version(
+                    "failure",
+                    &version,
+                    &w.desired.image,
+                    "",
+                    unix_now(),
+                );
+                self.event(
+                    true,
+                    "UpdateFailed",
+                    format!("{mode} pass of {version} failed: {why}"),
+                )
+                .await;
+            }
+            _ => {}
+        }
+        self.operators().await;
+        if let Some(tx) = &self.hooks.passes {
+            let _ = tx.send(PassRecord {
+                version,
+                mode,
+                end,
+                seconds,
+                report: result.ok(),
+            });
+        }
+        end
+    }
+
+    /// Refreshes the ClusterOperator metrics.
+    async fn operators(&self) {
+        let url = "/apis/config.openshift.io/v1/clusteroperators";
+        let req = match kube::core::Request::new(url).list(&kube::api::ListParams::default()) {
+            Ok(r) => r,
+            Err(_) => return,
+        };
+        if let Ok(r) =
+            crate::cluster::request::send(&self.conn.client, req, Duration::from_secs(10)).await
+            && let Some(items) = r.body.get("items").and_then(Value::as_array)
+        {
+            self.hooks.metrics.set_operators(items);
+        }
+    }
+}
+
+/// The payload of `wanted` from the index, loaded, or why not.
+fn find_and_load(
+    index: &Mutex<PayloadIndex>,
+    options: &OperatorOptions,
+    wanted: &Desired,
+) -> Result<Arc<Payload>, Refusal> {
+    if wanted.version.is_empty() {
+        return Err(Refusal {
+            reason: "RetrievePayload",
+            message: format!(
+                "Retrieving payload failed version=\"\" image=\"{}\" failure=minicvo operator finds payloads by version; spec.desiredUpdate names only an image",
+                wanted.image
+            ),
+        });
+    }
+    let source = {
+        let mut index = index.lock().expect("index lock");
+        match index.find(&wanted.version) {
+            Some(s) => s,
+            None => {
+                let known = index.versions();
+                let roots: Vec<String> = index
+                    .roots()
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect();
+                return Err(Refusal {
+                    reason: "RetrievePayload",
+                    message: format!(
+                        "Retrieving payload failed version=\"{}\" image=\"{}\" failure=no payload for version {} in {} (available: {})",
+                        wanted.version,
+                        wanted.image,
+                        wanted.version,
+                        if roots.is_empty() {
+                            "the payloads given".to_string()
+                        } else {
+                            roots.join(", ")
+                        },
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        },
+                    ),
+                });
+            }
+        }
+    };
+    let mut load = options.load.clone();
+    load.filters = wanted.filters(&options.load.filters);
+    let payload = source.load(&load).map_err(|e| Refusal {
+        reason: "LoadPayload",
+        message: format!(
+            "Loading payload failed version=\"{}\" image=\"{}\" failure={e}",
+            wanted.version, wanted.image
+        ),
+    })?;
+    if payload.version().as_deref() != Some(wanted.version.as_str()) {
+        return Err(Refusal {
+            reason: "VerifyPayloadVersion",
+            message: format!(
+                "Verifying payload failed version=\"{}\" image=\"{}\" failure=release-metadata says {}",
+                wanted.version,
+                wanted.image,
+                payload.version().unwrap_or_default()
+            ),
+        });
+    }
+    Ok(payload)
+}
+
+/// Counts the pass's progress into the metrics and forwards events to the embedder.
+struct PassObserver {
+    hooks: Hooks,
+    version: String,
+    total: usize,
+    done: AtomicUsize,
+}
+
+impl ApplyObserver for PassObserver {
+    fn on_event(&self, event: &ApplyEvent) {
+        // Progress is life: a long pass keeps /healthz green.
+        self.hooks.health.mark_alive();
+        if let EventKind::TaskFinished { outcome, .. } = &event.kind
+            && outcome.is_success()
+        {
+            let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+            self.hooks
+                .metrics
+                .set_payload(&self.version, done, self.total.saturating_sub(done));
+        }
+        if let Some(o) = &self.hooks.observer {
+            o.on_event(event);
+        }
+    }
+}

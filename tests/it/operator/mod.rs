@@ -1,0 +1,572 @@
+//! `minicvo operator` as a process on the test control plane, with the real ClusterVersion
+//! and ClusterOperator CRDs: an install, an update started by `kubectl patch` of
+//! `spec.desiredUpdate`, drift restored by reconcile passes, a desired release without a
+//! payload refused, leader election between replicas (SIGKILL and SIGTERM), `/metrics` parsed
+//! as Prometheus text, and `e2e upgrade --via-operator`.
+//!
+//! These tests use the bundled samples' fixed names and ClusterVersion `version`, so each holds
+//! [`support::fixed_names_lock`].
+
+mod support_op;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use self::support_op::{
+    LEASE, Operator, RETRY, condition, fresh_cluster, history_is, kubectl, payloads, sample,
+    simulator, wait_cv,
+};
+use crate::support;
+
+const INSTALL_LIMIT: Duration = Duration::from_secs(120);
+
+fn desired_update(version: &str) -> String {
+    json!({"spec": {"desiredUpdate": {"version": version}}}).to_string()
+}
+
+/// resourceVersions of every ConfigMap, Deployment and ClusterRoleBinding the samples own.
+async fn written(client: &kube::Client) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for ns in [
+        "openshift-example-operator",
+        "openshift-machine-config-operator",
+    ] {
+        let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+        let deps: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
+        for o in cms.list(&ListParams::default()).await.unwrap() {
+            out.push((
+                format!("cm {ns}/{}", o.metadata.name.unwrap()),
+                o.metadata.resource_version.unwrap(),
+            ));
+        }
+        for o in deps.list(&ListParams::default()).await.unwrap() {
+            out.push((
+                format!("deploy {ns}/{}", o.metadata.name.unwrap()),
+                o.metadata.resource_version.unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The count of passes in `mode` the operator reports.
+async fn passes(op: &Operator, mode: &str) -> f64 {
+    let m = op.metrics().await.expect("metrics answer");
+    m.samples
+        .iter()
+        .filter(|s| s.metric == "minicvo_sync_passes_total" && s.labels.get("mode") == Some(mode))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_release_is_refused() {
+    let _lock = support::fixed_names_lock().await;
+    let client = support::openshift::shared_plane_crds().await;
+    fresh_cluster(&client, &["old", "new"]).await;
+    let sim = simulator("old").await;
+    let mut op = Operator::start("solo", &payloads(&["old", "new"]), &["--no-leader-elect"]);
+    let started = Instant::now();
+    let cv = wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.13.0", "Completed")
+    })
+    .await;
+    eprintln!(
+        "install by the operator: {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(condition(&cv, "Available").0, "True", "{cv:#}");
+    assert!(
+        cv["spec"]["clusterID"]
+            .as_str()
+            .is_some_and(|id| id.len() == 36),
+        "{cv:#}"
+    );
+    sim.stop().await;
+
+    // Drift: a deleted ConfigMap and an edited Deployment come back with the next pass.
+    let ns = "openshift-example-operator";
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+    let deps: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "openshift-machine-config-operator",
+        &kube::api::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+    );
+    let image =
+        |d: &DynamicObject| d.data["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    let original = image(&deps.get("machine-config-operator").await.unwrap());
+    let drifted = Instant::now();
+    cms.delete("example-operator-config", &Default::default())
+        .await
+        .unwrap();
+    let patch = json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "drift.invalid/x:1"}]);
+    deps.patch(
+        "machine-config-operator",
+        &PatchParams::default(),
+        &Patch::<Value>::Json(serde_json::from_value(patch).unwrap()),
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cm_back = cms
+            .get_opt("example-operator-config")
+            .await
+            .unwrap()
+            .is_some();
+        let image_back = image(&deps.get("machine-config-operator").await.unwrap()) == original;
+        if cm_back && image_back {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "drift not restored within 30s (ConfigMap {cm_back}, image {image_back})\n{}",
+            op.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let restore = drifted.elapsed();
+    eprintln!(
+        "drift restored in {:.2}s (resync interval 1s)",
+        restore.as_secs_f64()
+    );
+    // At most one interval plus one pass.
+    assert!(restore < Duration::from_secs(15), "{restore:?}");
+
+    // The update an admin starts.
+    let sim = simulator("new").await;
+    let before = op.metrics().await.expect("metrics answer");
+    assert_eq!(
+        sample(&before, "minicvo_leader", &[]),
+        Some(1.0),
+        "without election the one replica works"
+    );
+    let patched = Instant::now();
+    kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type",
+        "merge",
+        "-p",
+        &desired_update("4.14.0"),
+    ]);
+    let mut applied: Vec<f64> = Vec::new();
+    let mut first_write: Option<Duration> = None;
+    let deadline = Instant::now() + INSTALL_LIMIT;
+    let cv = loop {
+        if let Some(m) = op.metrics().await
+            && let Some(v) = sample(
+                &m,
+                "cluster_version_payload",
+                &[("version", "4.14.0"), ("type", "applied")],
+            )
+            && applied.last() != Some(&v)
+        {
+            applied.push(v);
+        }
+        let cv = support_op::cluster_version(&client).await.unwrap();
+        if first_write.is_none() && cv["status"]["history"][0]["version"] == "4.14.0" {
+            first_write = Some(patched.elapsed());
+        }
+        if history_is(&cv, 0, "4.14.0", "Completed") {
+            break cv;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the update did not complete: {:#}\n{}",
+            cv["status"],
+            op.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!(
+        "update: first write {:.3}s after the patch, completed after {:.2}s; applied counts seen {applied:?}",
+        first_write.unwrap().as_secs_f64(),
+        patched.elapsed().as_secs_f64()
+    );
+    sim.stop().await;
+    assert!(
+        history_is(&cv, 1, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
+    assert_eq!(cv["status"]["desired"]["version"], "4.14.0");
+    assert_eq!(
+        condition(&cv, "Available"),
+        ("True".into(), String::new(), "Done applying 4.14.0".into())
+    );
+    assert_eq!(condition(&cv, "Failing").0, "False");
+    let progressing = condition(&cv, "Progressing");
+    assert_eq!(
+        (progressing.0.as_str(), progressing.2.as_str()),
+        ("False", "Cluster version is 4.14.0")
+    );
+    assert_eq!(condition(&cv, "ReleaseAccepted").1, "PayloadLoaded");
+    // The payload counts moved during the update and ended with nothing pending.
+    assert!(
+        applied.len() >= 2 && applied.windows(2).all(|w| w[0] < w[1]),
+        "{applied:?}"
+    );
+    let after = op.metrics().await.unwrap();
+    assert_eq!(
+        sample(
+            &after,
+            "cluster_version_payload",
+            &[("version", "4.14.0"), ("type", "pending")]
+        ),
+        Some(0.0)
+    );
+    assert!(
+        sample(
+            &after,
+            "cluster_version",
+            &[("type", "completed"), ("version", "4.14.0")]
+        )
+        .is_some()
+    );
+
+    // A release no payload provides: refused, nothing written.
+    let rvs = written(&client).await;
+    kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type",
+        "merge",
+        "-p",
+        &desired_update("4.99.0"),
+    ]);
+    let cv = wait_cv(
+        &client,
+        "ReleaseAccepted=False",
+        Duration::from_secs(30),
+        |cv| condition(cv, "ReleaseAccepted").0 == "False",
+    )
+    .await;
+    let (_, reason, message) = condition(&cv, "ReleaseAccepted");
+    assert_eq!(reason, "RetrievePayload");
+    assert!(
+        message.contains("no payload for version 4.99.0") && message.contains("4.13.0, 4.14.0"),
+        "{message}"
+    );
+    // Two more reconcile passes of 4.14.0 run meanwhile, and write nothing.
+    let reconciled = passes(&op, "reconciling").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while passes(&op, "reconciling").await < reconciled + 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "no reconcile passes\n{}",
+            op.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        written(&client).await,
+        rvs,
+        "objects written after the refusal"
+    );
+    let cv = support_op::cluster_version(&client).await.unwrap();
+    assert_eq!(cv["status"]["desired"]["version"], "4.14.0");
+    assert_eq!(
+        cv["status"]["history"].as_array().unwrap().len(),
+        2,
+        "{:#}",
+        cv["status"]["history"]
+    );
+    // Back to the release the cluster runs: accepted again.
+    kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type",
+        "merge",
+        "-p",
+        &desired_update("4.14.0"),
+    ]);
+    wait_cv(
+        &client,
+        "ReleaseAccepted=True",
+        Duration::from_secs(30),
+        |cv| condition(cv, "ReleaseAccepted").0 == "True",
+    )
+    .await;
+
+    let term = Instant::now();
+    op.signal("TERM");
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
+    eprintln!("SIGTERM to exit: {:.2}s", term.elapsed().as_secs_f64());
+    let events = kubectl(&[
+        "get",
+        "events",
+        "-n",
+        "openshift-cluster-version",
+        "-o",
+        "json",
+    ]);
+    let events: Value = serde_json::from_str(&events).unwrap();
+    let reasons: Vec<&str> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    for r in ["UpdateStarted", "UpdateCompleted", "ReleaseRejected"] {
+        assert!(reasons.contains(&r), "no {r} event: {reasons:?}");
+    }
+    support::openshift::assert_real_crds(&client, "Default").await;
+}
+
+/// Leader checks of every replica, every 100 ms: a violation is two leaders at once.
+struct Checker {
+    violations: Arc<Mutex<Vec<String>>>,
+    samples: Arc<Mutex<u64>>,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Checker {
+    fn start(ports: Arc<Mutex<Vec<(String, u16)>>>) -> Checker {
+        let violations = Arc::new(Mutex::new(Vec::new()));
+        let samples = Arc::new(Mutex::new(0u64));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = {
+            let (violations, samples, stop) = (violations.clone(), samples.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.is_cancelled() {
+                    let replicas = ports.lock().unwrap().clone();
+                    let mut leaders = Vec::new();
+                    for (id, port) in replicas {
+                        if let Some((200, text)) = support_op::get(port, "/metrics").await
+                            && text.lines().any(|l| l.trim() == "minicvo_leader 1")
+                        {
+                            leaders.push(id);
+                        }
+                    }
+                    *samples.lock().unwrap() += 1;
+                    if leaders.len() > 1 {
+                        violations.lock().unwrap().push(leaders.join(" and "));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        };
+        Checker {
+            violations,
+            samples,
+            stop,
+            task,
+        }
+    }
+
+    async fn finish(self) -> (Vec<String>, u64) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+        let v = self.violations.lock().unwrap().clone();
+        let n = *self.samples.lock().unwrap();
+        (v, n)
+    }
+}
+
+async fn wait_leader(ops: &[&Operator], limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    loop {
+        for (i, op) in ops.iter().enumerate() {
+            if op.leads().await == Some(true) {
+                return i;
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_elect_one_leader_which_a_standby_replaces_after_sigkill_and_sigterm() {
+    let _lock = support::fixed_names_lock().await;
+    let client = support::openshift::shared_plane_crds().await;
+    fresh_cluster(&client, &["old", "new"]).await;
+    let roots = payloads(&["old", "new"]);
+    let sim = simulator("old").await;
+    let a = Operator::start("a", &roots, &[]);
+    let b = Operator::start("b", &roots, &[]);
+    let ports = Arc::new(Mutex::new(vec![
+        ("a".to_string(), a.port),
+        ("b".to_string(), b.port),
+    ]));
+    let checker = Checker::start(ports.clone());
+    wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.13.0", "Completed")
+    })
+    .await;
+    sim.stop().await;
+    let mut ops = vec![a, b];
+    let leader = wait_leader(&[&ops[0], &ops[1]], Duration::from_secs(10)).await;
+    let standby = 1 - leader;
+
+    // SIGKILL of the leader in the middle of the update.
+    let sim = simulator("new").await;
+    kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type",
+        "merge",
+        "-p",
+        &desired_update("4.14.0"),
+    ]);
+    wait_cv(
+        &client,
+        "4.14.0 in progress",
+        Duration::from_secs(60),
+        |cv| {
+            history_is(cv, 0, "4.14.0", "Partial")
+                && condition(cv, "Progressing").2.contains(" of ")
+                && !condition(cv, "Progressing").2.contains(": 0 of ")
+        },
+    )
+    .await;
+    let killed = Instant::now();
+    ops[leader].signal("KILL");
+    let _ = ops[leader].exit(Duration::from_secs(5)).await;
+    let took_over = {
+        let deadline = Instant::now() + LEASE + RETRY * 4;
+        loop {
+            if ops[standby].leads().await == Some(true) {
+                break killed.elapsed();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no takeover after SIGKILL\n{}",
+                ops[standby].log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    eprintln!(
+        "takeover after SIGKILL: {:.2}s (lease {LEASE:?}, retry {RETRY:?})",
+        took_over.as_secs_f64()
+    );
+    assert!(took_over <= LEASE + RETRY * 2, "{took_over:?}");
+    let cv = wait_cv(&client, "4.14.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.14.0", "Completed")
+    })
+    .await;
+    eprintln!(
+        "update completed {:.2}s after the SIGKILL",
+        killed.elapsed().as_secs_f64()
+    );
+    assert!(
+        history_is(&cv, 1, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
+    sim.stop().await;
+
+    // A new standby; SIGTERM of the leader releases the lease: takeover before expiry.
+    let c = Operator::start("c", &roots, &[]);
+    ports.lock().unwrap().push(("c".to_string(), c.port));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !c.log().contains("standing by") {
+        assert!(Instant::now() < deadline, "c never stood by\n{}", c.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let termed = Instant::now();
+    ops[standby].signal("TERM");
+    let deadline = Instant::now() + LEASE;
+    let took_over = loop {
+        if c.leads().await == Some(true) {
+            break termed.elapsed();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no takeover after SIGTERM before the lease expired\n{}",
+            c.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let code = ops[standby].exit(Duration::from_secs(10)).await;
+    eprintln!(
+        "takeover after SIGTERM: {:.2}s; the old leader exited with {code:?}",
+        took_over.as_secs_f64()
+    );
+    assert_eq!(code, Some(0), "{}", ops[standby].log());
+    assert!(
+        ops[standby].log().contains("released the leader lease"),
+        "{}",
+        ops[standby].log()
+    );
+    let (violations, samples) = checker.finish().await;
+    assert!(samples > 20, "too few leader checks: {samples}");
+    assert!(violations.is_empty(), "two leaders at once: {violations:?}");
+    ops.push(c);
+    support::openshift::assert_real_crds(&client, "Default").await;
+}
+
+#[tokio::test]
+async fn e2e_via_operator_fails_the_buggy_order_and_passes_the_fixed_one() {
+    let _lock = support::fixed_names_lock().await;
+    let admin = support::openshift::shared_plane_crds().await;
+    let kc = support::apply::kubeconfig().display().to_string();
+    let old = support::openshift::sample("old").display().to_string();
+    for (to, code) in [("new-buggy", 1), ("new", 0)] {
+        let new = support::openshift::sample(to).display().to_string();
+        let run = crate::support::cli::minicvo(&[
+            "e2e",
+            "upgrade",
+            "--from",
+            &old,
+            "--to",
+            &new,
+            "--kubeconfig",
+            &kc,
+            "--via-operator",
+            "--clean",
+            "--cleanup",
+            "--no-progress",
+            "-q",
+            "-o",
+            "json",
+        ]);
+        assert_eq!(run.code, code, "{to}: {}\n{}", run.stdout, run.stderr);
+        let summary: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(summary["completed"], true, "{to}: {summary:#}");
+        let failed: Vec<&str> = summary["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["passed"] == false)
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        if code == 1 {
+            assert!(
+                failed.contains(&"delete-before-workload-update"),
+                "{failed:?}"
+            );
+            assert!(failed.contains(&"live-pods-keep-access"), "{failed:?}");
+        } else {
+            assert!(failed.is_empty(), "{failed:?}");
+        }
+        let modes: Vec<&str> = summary["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["mode"].as_str())
+            .collect();
+        assert_eq!(modes, ["initializing", "updating"], "{summary:#}");
+    }
+    support::openshift::assert_real_crds(&admin, "Default").await;
+}
