@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::UsageError;
 use super::apply::parse_duration;
-use super::args::{ClusterArgs, FilterArgs, StrategyArg};
+use super::args::{ClusterArgs, FilterArgs, ImageArgs, StrategyArg};
 
 /// Arguments of `operator`.
 #[derive(Debug, Args)]
@@ -33,6 +33,9 @@ pub struct OperatorArgs {
     pub cluster: ClusterArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// How the release images that `spec.desiredUpdate.image` names are pulled.
+    #[command(flatten)]
+    pub image: ImageArgs,
     /// Base reconcile interval: a pass every interval × U[1,2), chosen once per process, as
     /// the CVO does (its default, 2m); retries after failures back off from interval/16.
     #[arg(long, default_value = "2m", value_parser = parse_duration, value_name = "DURATION")]
@@ -156,7 +159,7 @@ fn cancel_on_signals(cancel: &CancellationToken) {
 /// # Errors
 /// Usage and connection errors; a lost lease.
 pub fn operator(a: &OperatorArgs) -> anyhow::Result<ExitCode> {
-    let index = PayloadIndex::new(a.payloads.clone());
+    let index = PayloadIndex::new(a.payloads.clone()).with_images(a.image.options());
     for u in index.unreadable() {
         tracing::warn!("{} is not a payload: {}", u.path.display(), u.reason);
     }

@@ -1,12 +1,14 @@
 //! The payloads an operator can apply, found by their `release-metadata` version: each
 //! `--payloads` path is a payload root (it has `release-manifests/`) or a directory of them.
 //! A version asked for that is not known yet makes the directories be read again, so a
-//! payload copied in while the operator runs is found without a restart.
+//! payload copied in while the operator runs is found without a restart. A desired update
+//! that names a release image is pulled ([`pull`]) and remembered by image and by version.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::image::{self as release_image, FetchOptions, Fetched};
 use crate::payload::{self, LoadError, LoadOptions, Payload};
 
 /// Where a release comes from.
@@ -34,6 +36,12 @@ pub struct PayloadIndex {
     loaded: BTreeMap<String, Arc<Payload>>,
     found: BTreeMap<String, PathBuf>,
     unreadable: Vec<Unreadable>,
+    /// How release images are pulled; `None`: images are refused.
+    fetch: Option<FetchOptions>,
+    /// Images pulled, by the reference asked for.
+    images: BTreeMap<String, Arc<Fetched>>,
+    /// The versions of the images pulled.
+    pulled: BTreeMap<String, PathBuf>,
 }
 
 impl PayloadIndex {
@@ -55,6 +63,38 @@ impl PayloadIndex {
             loaded: payloads.into_iter().collect(),
             ..PayloadIndex::default()
         }
+    }
+
+    /// Pulls release images that a desired update names, with `options`.
+    #[must_use]
+    pub fn with_images(mut self, options: FetchOptions) -> Self {
+        self.fetch = Some(options);
+        self
+    }
+
+    /// How images are pulled (`None`: they are not).
+    #[must_use]
+    pub fn image_options(&self) -> Option<&FetchOptions> {
+        self.fetch.as_ref()
+    }
+
+    /// The payload of an image pulled before.
+    #[must_use]
+    pub fn pulled(&self, image: &str) -> Option<Source> {
+        self.images
+            .get(image)
+            .map(|f| Source::Directory(f.dir.clone()))
+    }
+
+    /// Remembers a pulled image (by its reference and its payload's version) and returns its
+    /// payload.
+    pub fn add_pulled(&mut self, image: &str, fetched: Fetched) -> Source {
+        let dir = fetched.dir.clone();
+        if let Ok(v) = version_of(&dir) {
+            self.pulled.insert(v, dir.clone());
+        }
+        self.images.insert(image.to_string(), Arc::new(fetched));
+        Source::Directory(dir)
     }
 
     /// Reads the directories again.
@@ -104,6 +144,7 @@ impl PayloadIndex {
         }
         self.found
             .get(version)
+            .or_else(|| self.pulled.get(version))
             .map(|d| Source::Directory(d.clone()))
     }
 
@@ -114,6 +155,7 @@ impl PayloadIndex {
             .loaded
             .keys()
             .chain(self.found.keys())
+            .chain(self.pulled.keys())
             .cloned()
             .collect();
         all.sort_by(
@@ -150,6 +192,21 @@ impl Source {
             Source::Directory(d) => payload::load(d, options).map(Arc::new),
         }
     }
+}
+
+/// Pulls the release image `image` (a registry reference, `oci:DIR[:TAG]`, `oci-archive:FILE`
+/// or `docker-archive:FILE`) and extracts its payload.
+///
+/// # Errors
+/// Why, for ReleaseAccepted: not an image reference, or the pull failed.
+pub async fn pull(image: &str, options: &FetchOptions) -> Result<Fetched, String> {
+    let source = release_image::Source::resolve(image).map_err(|e| e.to_string())?;
+    if !source.is_image() {
+        return Err(format!("{image:?} is not an image reference"));
+    }
+    release_image::fetch(&source, options)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn is_payload(dir: &Path) -> bool {

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::desired::{self, Desired};
-use super::payloads::PayloadIndex;
+use super::payloads::{PayloadIndex, Source};
 use super::record::{self, Event};
 use super::{Hooks, OperatorOptions, PassEnd, PassRecord};
 use crate::apply::{self, ApplyEvent, ApplyObserver, Connection, EventKind};
@@ -26,6 +26,8 @@ use crate::plan::{self, Mode};
 /// One piece of work: a desired state with its payload, and how far it got.
 struct Work {
     desired: Desired,
+    /// The release's version (from its payload: a desired image names none).
+    version: String,
     payload: Arc<Payload>,
     /// The payload the cluster ran before (implicitly enabled capabilities).
     previous: Option<Arc<Payload>>,
@@ -88,7 +90,7 @@ impl SyncLoop {
                 self.accepted(w).await;
             }
             if differs && refused.as_ref() != Some(&wanted) {
-                match self.prepare(&wanted, cv.as_ref(), work.as_ref()) {
+                match self.prepare(&wanted, cv.as_ref(), work.as_ref()).await {
                     Ok(next) => {
                         if refused.take().is_some() {
                             self.accepted(&next).await;
@@ -104,7 +106,7 @@ impl SyncLoop {
                         }
                         self.hooks.metrics.set_cluster_version(
                             "desired",
-                            &wanted.version,
+                            &next.version,
                             &wanted.image,
                             "",
                             unix_now(),
@@ -171,13 +173,14 @@ impl SyncLoop {
     }
 
     /// Finds and loads the payload of `wanted`.
-    fn prepare(
+    async fn prepare(
         &self,
         wanted: &Desired,
         cv: Option<&Value>,
         current: Option<&Work>,
     ) -> Result<Work, Refusal> {
-        let payload = find_and_load(&self.index, &self.options, wanted)?;
+        let payload = find_and_load(&self.index, &self.options, wanted).await?;
+        let version = payload.version().unwrap_or_default();
         // The same release with other overrides or capabilities: an update pass, unless the
         // cluster is still being installed (cvo.md §8.2 `calculateNext`).
         let mode = match current {
@@ -185,23 +188,27 @@ impl SyncLoop {
                 Mode::Initializing if !w.completed => Mode::Initializing,
                 _ => Mode::Updating,
             },
-            _ => crate::cvo::mode::from_cluster_version(cv, &wanted.version, &wanted.image).mode,
+            _ => crate::cvo::mode::from_cluster_version(cv, &version, &wanted.image).mode,
         };
-        let previous = cv
+        let previous_version = cv
             .and_then(|cv| cv.pointer("/status/history"))
             .and_then(Value::as_array)
             .and_then(|h| h.iter().find(|e| e["state"] == "Completed"))
             .and_then(|e| e["version"].as_str())
-            .filter(|v| *v != wanted.version)
-            .and_then(|v| {
+            .filter(|v| *v != version);
+        let previous = match previous_version {
+            Some(v) => {
                 let d = Desired {
                     version: v.to_string(),
                     ..Desired::default()
                 };
-                find_and_load(&self.index, &self.options, &d).ok()
-            });
+                find_and_load(&self.index, &self.options, &d).await.ok()
+            }
+            None => None,
+        };
         Ok(Work {
             desired: wanted.clone(),
+            version,
             payload,
             previous,
             mode,
@@ -222,7 +229,7 @@ impl SyncLoop {
     async fn accepted(&self, w: &Work) {
         let message = format!(
             "Payload loaded version=\"{}\" image=\"{}\" architecture=\"{}\"",
-            w.desired.version,
+            w.version,
             w.desired.image,
             crate::cvo::status::go_arch()
         );
@@ -283,7 +290,7 @@ impl SyncLoop {
         if !w.desired.image.is_empty() {
             options.release_image.clone_from(&w.desired.image);
         }
-        let version = w.desired.shown().to_string();
+        let version = w.version.clone();
         let update = mode != Mode::Reconciling && w.attempt == 0;
         if update {
             self.event(
@@ -307,7 +314,11 @@ impl SyncLoop {
                     let Ok(d) = desired::from_cluster_version(cv.as_ref(), &opts.release) else {
                         continue;
                     };
-                    if d != me && index.lock().expect("index lock").find(&d.version).is_some() {
+                    // An image is pulled by the new work itself (a failure is refused there).
+                    if d != me
+                        && (!d.image.is_empty()
+                            || index.lock().expect("index lock").find(&d.version).is_some())
+                    {
                         flag.store(true, Ordering::SeqCst);
                         token.cancel();
                         return;
@@ -441,56 +452,53 @@ impl SyncLoop {
     }
 }
 
-/// The payload of `wanted` from the index, loaded, or why not.
-fn find_and_load(
+/// The payload of `wanted`, loaded, or why not: its image when it names one (pulled once,
+/// as the CVO pulls `desiredUpdate.image`), else its version from the index.
+async fn find_and_load(
     index: &Mutex<PayloadIndex>,
     options: &OperatorOptions,
     wanted: &Desired,
 ) -> Result<Arc<Payload>, Refusal> {
-    if wanted.version.is_empty() {
-        return Err(Refusal {
-            reason: "RetrievePayload",
-            message: format!(
-                "Retrieving payload failed version=\"\" image=\"{}\" failure=minicvo operator finds payloads by version; spec.desiredUpdate names only an image",
-                wanted.image
-            ),
-        });
-    }
-    let source = {
-        let mut index = index.lock().expect("index lock");
-        match index.find(&wanted.version) {
-            Some(s) => s,
-            None => {
-                let known = index.versions();
-                let roots: Vec<String> = index
-                    .roots()
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect();
-                return Err(Refusal {
-                    reason: "RetrievePayload",
-                    message: format!(
-                        "Retrieving payload failed version=\"{}\" image=\"{}\" failure=no payload for version {} in {} (available: {})",
-                        wanted.version,
-                        wanted.image,
-                        wanted.version,
-                        if roots.is_empty() {
-                            "the payloads given".to_string()
-                        } else {
-                            roots.join(", ")
-                        },
-                        if known.is_empty() {
-                            "none".to_string()
-                        } else {
-                            known.join(", ")
-                        },
-                    ),
-                });
+    let retrieve = |failure: String| Refusal {
+        reason: "RetrievePayload",
+        message: format!(
+            "Retrieving payload failed version=\"{}\" image=\"{}\" failure={failure}",
+            wanted.version, wanted.image
+        ),
+    };
+    let source = if wanted.image.is_empty() {
+        by_version(index, &wanted.version).map_err(retrieve)?
+    } else {
+        let (known, fetch) = {
+            let index = index.lock().expect("index lock");
+            (index.pulled(&wanted.image), index.image_options().cloned())
+        };
+        match (known, fetch) {
+            (Some(s), _) => s,
+            (None, Some(fetch)) => {
+                tracing::info!("pulling release image {}", wanted.image);
+                let fetched = super::payloads::pull(&wanted.image, &fetch)
+                    .await
+                    .map_err(retrieve)?;
+                tracing::info!("pulled {} ({})", wanted.image, fetched.info.pinned);
+                index
+                    .lock()
+                    .expect("index lock")
+                    .add_pulled(&wanted.image, fetched)
+            }
+            (None, None) => {
+                return Err(retrieve(
+                    "this operator does not pull release images".to_string(),
+                ));
             }
         }
     };
     let mut load = options.load.clone();
     load.filters = wanted.filters(&options.load.filters);
+    if !wanted.image.is_empty() {
+        // `{{.ReleaseImage}}` is the image asked for, as the CVO renders it.
+        load.release_image.clone_from(&wanted.image);
+    }
     let payload = source.load(&load).map_err(|e| Refusal {
         reason: "LoadPayload",
         message: format!(
@@ -498,18 +506,50 @@ fn find_and_load(
             wanted.version, wanted.image
         ),
     })?;
-    if payload.version().as_deref() != Some(wanted.version.as_str()) {
+    let got = payload.version().unwrap_or_default();
+    if got.is_empty() || (!wanted.version.is_empty() && got != wanted.version) {
         return Err(Refusal {
             reason: "VerifyPayloadVersion",
             message: format!(
                 "Verifying payload failed version=\"{}\" image=\"{}\" failure=release-metadata says {}",
                 wanted.version,
                 wanted.image,
-                payload.version().unwrap_or_default()
+                if got.is_empty() {
+                    "no version"
+                } else {
+                    got.as_str()
+                }
             ),
         });
     }
     Ok(payload)
+}
+
+/// The payload directory of `version` from the index, or why not.
+fn by_version(index: &Mutex<PayloadIndex>, version: &str) -> Result<Source, String> {
+    let mut index = index.lock().expect("index lock");
+    if let Some(s) = index.find(version) {
+        return Ok(s);
+    }
+    let known = index.versions();
+    let roots: Vec<String> = index
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    Err(format!(
+        "no payload for version {version} in {} (available: {})",
+        if roots.is_empty() {
+            "the payloads given".to_string()
+        } else {
+            roots.join(", ")
+        },
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        },
+    ))
 }
 
 /// Counts the pass's progress into the metrics and forwards events to the embedder.
