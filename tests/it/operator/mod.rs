@@ -588,9 +588,16 @@ async fn two_replicas_elect_one_leader_which_a_standby_replaces_after_sigkill_an
         history_is(cv, 0, "4.14.0", "Completed")
     })
     .await;
+    let resumed = ops[standby]
+        .log()
+        .lines()
+        .find(|l| l.contains("updating pass of 4.14.0 completed"))
+        .map(str::to_string)
+        .unwrap_or_default();
     eprintln!(
-        "update completed {:.2}s after the SIGKILL",
-        killed.elapsed().as_secs_f64()
+        "update completed {:.2}s after the SIGKILL; the new leader: {}",
+        killed.elapsed().as_secs_f64(),
+        resumed.trim()
     );
     assert!(
         history_is(&cv, 1, "4.13.0", "Completed"),
