@@ -633,12 +633,17 @@ bench_operator() {
   cargo build --release --bin minicvo >&2
   MINICVO=$ROOT/target/release/minicvo
   start_plane
-  # The corpus has no release-metadata: two payload roots of symlinks, versions 4.17.0 and 4.17.1.
+  # The corpus has no release-metadata: two payload roots of symlinks, versions 4.17.0 and
+  # 4.17.1, each with its release-metadata and an image-references named after its version.
   local v f
   for v in 4.17.0 4.17.1; do
     mkdir -p "$WORK/payloads/$v/release-manifests"
-    for f in "$CORPUS"/release-manifests/*; do ln -s "$f" "$WORK/payloads/$v/release-manifests/"; done
+    for f in "$CORPUS"/release-manifests/*; do
+      [[ $(basename "$f") == image-references ]] || ln -s "$f" "$WORK/payloads/$v/release-manifests/"
+    done
     printf '{"kind":"cincinnati-metadata-v0","version":"%s"}' "$v" >"$WORK/payloads/$v/release-manifests/release-metadata"
+    sed "s/^kind: ImageStream$/kind: ImageStream\nmetadata:\n  name: \"$v\"/" "$CORPUS/release-manifests/image-references" \
+      >"$WORK/payloads/$v/release-manifests/image-references"
   done
   local ns
   for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
@@ -653,11 +658,12 @@ print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"]
   local start
   start=$(now_ms)
   "$MINICVO" -v operator --payloads "$WORK/payloads" --release 4.17.0 --stub-missing-crds \
-    --resync-interval 3s --no-resync-jitter --no-leader-elect --wait-timeout 120s 2>"$OUT/operator.log" &
+    --resync-interval 3s --no-resync-jitter --pass-timeout 120s --no-leader-elect --wait-timeout 120s 2>"$OUT/operator.log" &
   local op=$!
   cv_field() { "$KUBECTL" get clusterversion version -o "jsonpath=$1" 2>/dev/null || true; }
   until [[ $(cv_field '{.status.history[0].state}') == Completed ]]; do
     kill -0 "$op" 2>/dev/null || die "the operator exited (see $OUT/operator.log)"
+    ! grep -q ' refused ' "$OUT/operator.log" || die "the operator refused its release (see $OUT/operator.log)"
     sleep 0.2
   done
   local installed=$(($(now_ms) - start))
@@ -692,7 +698,7 @@ print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"]
   echo "## minicvo operator on openshift-multi"
   echo
   machine
-  echo "- \`minicvo operator --payloads DIR --release 4.17.0 --stub-missing-crds --resync-interval 3s --no-resync-jitter --no-leader-elect\`, release build, one fresh test control plane, operators played by \`minicvo simulate\`"
+  echo "- \`minicvo operator --payloads DIR --release 4.17.0 --stub-missing-crds --resync-interval 3s --no-resync-jitter --pass-timeout 120s --no-leader-elect\`, release build, one fresh test control plane, operators played by \`minicvo simulate\`"
   echo
   echo "| figure | value |"
   echo "|---|---|"

@@ -5,14 +5,30 @@
 use serde_json::{Value, json};
 
 /// The status the CVO writes right after creating a ClusterOperator from its manifest: only
-/// `relatedObjects`, copied as written. `None` when the manifest has none.
+/// `relatedObjects`, each entry as the Go type encodes it. `None` when the manifest has none.
 #[must_use]
 pub fn related_objects_status(manifest_object: &Value) -> Option<Value> {
-    let related = manifest_object.pointer("/status/relatedObjects")?;
-    if related.as_array().is_none_or(Vec::is_empty) {
+    let related = manifest_object
+        .pointer("/status/relatedObjects")?
+        .as_array()?;
+    if related.is_empty() {
         return None;
     }
+    let related: Vec<Value> = related.iter().map(go_object_reference).collect();
     Some(json!({"relatedObjects": related}))
+}
+
+/// One entry as the CVO sends it: decoded into the Go `ObjectReference` and encoded again, so
+/// `group`, `resource` and `name` are always present (`""` when the manifest leaves them out:
+/// the real CRD requires `name`), `namespace` only when set, and other keys dropped.
+fn go_object_reference(entry: &Value) -> Value {
+    let field = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
+    let mut out = json!({"group": field("group"), "resource": field("resource")});
+    if !field("namespace").is_empty() {
+        out["namespace"] = json!(field("namespace"));
+    }
+    out["name"] = json!(field("name"));
+    out
 }
 
 /// The object the CVO creates: the manifest without its `status`.
@@ -28,6 +44,19 @@ pub fn created_object(manifest_object: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn related_objects_are_sent_as_the_go_struct_encodes_them() {
+        let m = json!({"status": {"relatedObjects": [
+            {"group": "machineconfiguration.openshift.io", "resource": "machineconfigpools"},
+            {"resource": "pods", "namespace": "ns", "name": "p", "extra": 1}]}});
+        assert_eq!(
+            related_objects_status(&m).unwrap(),
+            json!({"relatedObjects": [
+                {"group": "machineconfiguration.openshift.io", "resource": "machineconfigpools", "name": ""},
+                {"group": "", "resource": "pods", "namespace": "ns", "name": "p"}]})
+        );
+    }
 
     #[test]
     fn related_objects_are_copied_and_status_is_not_created() {
