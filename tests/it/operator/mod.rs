@@ -359,7 +359,7 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     let mut op = Operator::start(
         "images",
         &payloads(&["old"]),
-        &["--no-leader-elect", "--no-cache"],
+        &["--no-leader-elect", "--no-cache", "--log-format", "json"],
     );
     wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
         history_is(cv, 0, "4.13.0", "Completed")
@@ -445,10 +445,23 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
         "{}",
         op.log()
     );
+    // --log-format json: every line an object; the pull is logged.
+    let lines: Vec<Value> = op
+        .log()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
     assert!(
-        op.log().contains(&format!("pulled {image}")),
-        "{}",
-        op.log()
+        lines
+            .iter()
+            .all(|l| l["level"].is_string() && l["timestamp"].is_string()),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with(&format!("pulled {image}")))),
+        "{lines:#?}"
     );
     support::openshift::assert_real_crds(&client, "Default").await;
 }
