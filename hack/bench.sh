@@ -363,6 +363,18 @@ stop_delay_proxy() {
   unset APPLY_KUBECONFIG
 }
 
+# Creates the namespaces of the corpus's objects (on OpenShift the installer and other
+# operators create them).
+create_corpus_namespaces() {
+  local ns
+  for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
+import json, sys
+objs = json.load(sys.stdin)["items"]
+print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})))'); do
+    "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
+  done
+}
+
 bench_apply() {
   say "building minicvo, loadbench and waitbench (release)"
   cargo build --release --bin minicvo --example loadbench --example waitbench --example delayproxy >&2
@@ -401,13 +413,7 @@ bench_apply() {
 
   say "memory of minicvo apply on openshift-multi (initializing, stub CRDs, simulated operators)"
   # The namespaces the installer and other operators create on OpenShift.
-  local ns
-  for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
-import json, sys
-objs = json.load(sys.stdin)["items"]
-print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})))'); do
-    "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
-  done
+  create_corpus_namespaces
   "$MINICVO" simulate "$CORPUS" --release-version 4.17.0 -q >"$WORK/simulate.log" 2>&1 &
   local sim=$!
   local start end
@@ -645,13 +651,7 @@ bench_operator() {
     sed "s/^kind: ImageStream$/kind: ImageStream\nmetadata:\n  name: \"$v\"/" "$CORPUS/release-manifests/image-references" \
       >"$WORK/payloads/$v/release-manifests/image-references"
   done
-  local ns
-  for ns in $("$MINICVO" render "$CORPUS" -o json 2>/dev/null | python3 -c '
-import json, sys
-objs = json.load(sys.stdin)["items"]
-print(" ".join(sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})))'); do
-    "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
-  done
+  create_corpus_namespaces
   "$MINICVO" simulate "$CORPUS" --release-version 4.17.0 -q >"$WORK/simulate.log" 2>&1 &
   local sim=$!
   say "operator: install of openshift-multi 4.17.0"

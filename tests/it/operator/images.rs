@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::support_op::{
-    Operator, condition, fresh_cluster, history_is, kubectl, payloads, simulator, wait_cv,
+    Operator, condition, fresh_cluster, history_is, patch_cv, payloads, simulator, wait_cv,
+    wait_refused,
 };
 use super::{INSTALL_LIMIT, written};
 use crate::support;
@@ -54,22 +55,8 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     let patch = |image: &str| {
         json!({"spec": {"desiredUpdate": {"image": image, "version": ""}}}).to_string()
     };
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &patch(&missing),
-    ]);
-    let cv = wait_cv(
-        &client,
-        "ReleaseAccepted=False",
-        Duration::from_secs(60),
-        |cv| condition(cv, "ReleaseAccepted").0 == "False",
-    )
-    .await;
+    patch_cv(&patch(&missing));
+    let cv = wait_refused(&client, Duration::from_secs(60)).await;
     let (_, reason, message) = condition(&cv, "ReleaseAccepted");
     assert_eq!(reason, "RetrievePayload", "{message}");
     assert!(message.contains(&missing), "{message}");
@@ -87,15 +74,7 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     // The image that exists: pulled and applied.
     let sim = simulator("new").await;
     let image = format!("{}/release:new", registry.host);
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &patch(&image),
-    ]);
+    patch_cv(&patch(&image));
     let cv = wait_cv(&client, "4.14.0 Completed", INSTALL_LIMIT, |cv| {
         history_is(cv, 0, "4.14.0", "Completed")
     })

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::support_op::{
-    LEASE, Operator, RETRY, condition, fresh_cluster, history_is, kubectl, payloads, simulator,
+    LEASE, Operator, RETRY, condition, fresh_cluster, history_is, patch_cv, payloads, simulator,
     wait_cv,
 };
 use super::{INSTALL_LIMIT, desired_update};
@@ -102,15 +102,7 @@ async fn two_replicas_elect_one_leader_which_a_standby_replaces_after_sigkill_an
 
     // SIGKILL of the leader in the middle of the update.
     let sim = simulator("new").await;
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &desired_update("4.14.0"),
-    ]);
+    patch_cv(&desired_update("4.14.0"));
     wait_cv(
         &client,
         "4.14.0 in progress",

@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use self::support_op::{
-    Operator, condition, fresh_cluster, history_is, kubectl, payloads, sample, simulator, wait_cv,
+    Operator, condition, fresh_cluster, history_is, kubectl, patch_cv, payloads, sample, simulator,
+    wait_cv, wait_refused,
 };
 use crate::support;
 
@@ -150,15 +151,7 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
         "without election the one replica works"
     );
     let patched = Instant::now();
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &desired_update("4.14.0"),
-    ]);
+    patch_cv(&desired_update("4.14.0"));
     let mut applied: Vec<f64> = Vec::new();
     let mut first_write: Option<Duration> = None;
     let deadline = Instant::now() + INSTALL_LIMIT;
@@ -236,22 +229,8 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
 
     // A release no payload provides: refused, nothing written.
     let rvs = written(&client).await;
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &desired_update("4.99.0"),
-    ]);
-    let cv = wait_cv(
-        &client,
-        "ReleaseAccepted=False",
-        Duration::from_secs(30),
-        |cv| condition(cv, "ReleaseAccepted").0 == "False",
-    )
-    .await;
+    patch_cv(&desired_update("4.99.0"));
+    let cv = wait_refused(&client, Duration::from_secs(30)).await;
     let (_, reason, message) = condition(&cv, "ReleaseAccepted");
     assert_eq!(reason, "RetrievePayload");
     assert!(
@@ -283,15 +262,7 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
         cv["status"]["history"]
     );
     // Back to the release the cluster runs: accepted again.
-    kubectl(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type",
-        "merge",
-        "-p",
-        &desired_update("4.14.0"),
-    ]);
+    patch_cv(&desired_update("4.14.0"));
     wait_cv(
         &client,
         "ReleaseAccepted=True",

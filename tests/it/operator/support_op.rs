@@ -295,3 +295,24 @@ pub fn kubectl(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `kubectl patch clusterversion version --type merge -p BODY`: what an admin runs.
+pub fn patch_cv(body: &str) {
+    kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type",
+        "merge",
+        "-p",
+        body,
+    ]);
+}
+
+/// Waits (at most `limit`) for `ReleaseAccepted=False`; returns ClusterVersion.
+pub async fn wait_refused(client: &Client, limit: Duration) -> Value {
+    wait_cv(client, "ReleaseAccepted=False", limit, |cv| {
+        condition(cv, "ReleaseAccepted").0 == "False"
+    })
+    .await
+}
