@@ -9,6 +9,7 @@
 
 mod images;
 mod leader;
+mod supersede;
 mod support_op;
 
 use std::time::Duration;

@@ -242,13 +242,18 @@ pub fn condition(cv: &Value, kind: &str) -> (String, String, String) {
 /// Simulated operators for a sample payload (they report once their Deployments carry the
 /// payload's template).
 pub async fn simulator(sample: &str) -> Simulator {
+    simulator_delayed(sample, Duration::ZERO).await
+}
+
+/// [`simulator`] whose operators report `delay` after their Deployments carry the template.
+pub async fn simulator_delayed(sample: &str, delay: Duration) -> Simulator {
     let plan = apply_util::plan(&support::openshift::sample(sample), minicvo::Mode::Updating);
     let client = support::admin_client().await;
     Simulator::start(
         client,
         minicvo::simulate::operators(&plan),
         SimulatorOptions {
-            scripts: Scripts::all(&[], Duration::ZERO),
+            scripts: Scripts::all(&[], delay),
             wait_available: false,
             pods: None,
         },
