@@ -169,9 +169,17 @@ func (s *standin) tryLease(ctx context.Context) (bool, error) {
 			},
 		}
 		code, _, err = s.c.do(ctx, "POST", "/apis/coordination.k8s.io/v1/namespaces/"+s.namespace+"/leases", lease)
-		if err != nil || code != http.StatusCreated {
-			return false, errOr(err, "create lease", code)
+		if err != nil {
+			return false, err
 		}
+		if code == http.StatusConflict {
+			return false, nil
+		}
+		if code != http.StatusCreated {
+			return false, errOr(nil, "create lease", code)
+		}
+		logf("acquired lease %s/%s (created it)", s.namespace, s.lease)
+		s.waitingOn = ""
 		return true, nil
 	}
 	if code != http.StatusOK {
