@@ -16,10 +16,11 @@ NODE_COMPONENTS=(registry containerd kubelet kube-scheduler)
 
 # node_free_octet: a /24 in 10.244.0.0/16 that no interface of this machine uses.
 node_free_octet() {
-  local o
+  local o used
+  used=$(ip -4 -o addr show)
   for _ in $(seq 50); do
     o=$((RANDOM % 200 + 20))
-    ip -4 -o addr show | grep -q " 10\.244\.$o\." || { echo "$o"; return 0; }
+    [[ $used == *" 10.244.$o."* ]] || { echo "$o"; return 0; }
   done
   return 1
 }
