@@ -7,8 +7,8 @@
 # own key (bin/.registry-key), so they never invalidate the plane binaries.
 #
 #   hack/build-testplane.sh            the plane; last line: its bin dir
-#   hack/build-testplane.sh --nodes    also the node tools (or TESTPLANE_NODES=1); the last two
-#                                      lines: the plane's bin dir, then the node bin dir
+#   hack/build-testplane.sh --nodes    also the node tools; the last two lines: the plane's bin
+#                                      dir, then the node bin dir
 #
 # The node tools (hack/tools/node/*, hack/tools/standin) are kubelet and kube-scheduler,
 # containerd and its runc shim, runc, the CNI plugins (bridge, host-local, loopback, portmap)
@@ -17,8 +17,7 @@
 # runc needs cgo and libseccomp: when the library is missing the script installs
 # libseccomp-dev (and gcc, pkg-config) with apt-get, as root.
 set -euo pipefail
-NODES=${TESTPLANE_NODES:-0}
-[[ $NODES == 0 || $NODES == 1 ]] || NODES=1
+NODES=0
 case ${1:-} in
 --nodes) NODES=1 ;;
 "") ;;
