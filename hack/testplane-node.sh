@@ -221,7 +221,6 @@ node_print_env() {
   [[ -f $n/env ]] || return 0
   # shellcheck source=/dev/null
   source "$n/env"
-  printf 'export TESTPLANE_NODES=1\n'
   printf 'export TESTPLANE_REGISTRY=%q\n' "127.0.0.1:$NODE_REGISTRY_PORT"
   printf 'export TESTPLANE_STANDIN_IMAGE=%q\n' "127.0.0.1:$NODE_REGISTRY_PORT/minicvo/standin-operator:1"
 }
