@@ -8,7 +8,7 @@
 #
 # Real pods: the samples with the machine-config-operator Deployment on the stand-in operator
 # image and every other Deployment on the pause image, run with `--wait-available
-# --no-live-pods --simulate machine-config=never` (as tests/it/node_mco_story.rs does).
+# --real-pods --simulate machine-config=never` (as tests/it/node_mco_story.rs does).
 # Raw results go to target/bench/nodes-<timestamp>/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,7 +80,7 @@ run() {
   if [[ $kind == simulated ]]; then
     args=(--from payload/old --to "payload/$new")
   else
-    args=(--from "$OUT/real/old" --to "$OUT/real/$new" --wait-available --no-live-pods --simulate machine-config=never)
+    args=(--from "$OUT/real/old" --to "$OUT/real/$new" --wait-available --real-pods --simulate machine-config=never)
   fi
   t=$(now)
   "$MINICVO" e2e upgrade "${args[@]}" --clean --cleanup --kubeconfig "$KUBECONFIG" \

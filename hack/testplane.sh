@@ -73,7 +73,16 @@ launch_program() {
   local w=$1 name=$2
   shift 2
   "$@" </dev/null >"$w/$name.log" 2>&1 &
-  echo $! >"$w/$name.pid"
+  local pid=$! n
+  echo "$pid" >"$w/$name.pid"
+  # Until it execs the program, the child is a copy of this shell, whose command line does
+  # not name DIR: wait for the exec (5 s at most), or is_ours would take a child that a busy
+  # machine has not yet scheduled for one that died.
+  for ((n = 0; n < 100; n++)); do
+    is_ours "$w" "$pid" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 print_logs() {

@@ -3,7 +3,8 @@
 //! stand-in operator image (`hack/tools/standin`) and every other Deployment the pause image.
 //! The simulator reports every ClusterOperator but `machine-config` once its workload is
 //! rolled out and available; `machine-config` is reported by the stand-in pod itself, as its
-//! own ServiceAccount.
+//! own ServiceAccount. The harness watches the real pods (`--real-pods`) instead of simulating
+//! them, and a test watch of the operator's pods cross-checks what it reports.
 //!
 //! Before the fix (`payload/new-buggy`), the ClusterRoleBinding of the old pod's
 //! ServiceAccount (`default`) is deleted before the Deployment is updated: the old pod's next
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::support::{self, node};
 
 const OPERATOR_NS: &str = "openshift-machine-config-operator";
+const BINDING: &str = "default-account-openshift-machine-config-operator";
 
 /// A copy of sample `name` for real pods: no CRDs (the plane serves the real ones), the
 /// machine-config-operator Deployment on the stand-in image, every other Deployment on the
@@ -188,7 +190,7 @@ async fn story(new: &str) -> (UpgradeReport, Vec<Ended>, Duration) {
         clean: true,
         clean_after: false,
         wait_available: true,
-        live_pods: false,
+        real_pods: true,
         specs: vec!["machine-config=never".parse().unwrap()],
         ..UpgradeOptions::default()
     };
@@ -240,7 +242,28 @@ async fn buggy_order_denies_the_old_operator_pod_with_real_pods() {
         "{findings:?}"
     );
     assert!(!report.ok(), "{}", report.text());
-    // The old pod, running as `default`, was denied; nobody else was.
+    // The harness saw it from the real pods: live-pods-keep-access fails on the old pod's
+    // denial and names the binding's delete as its cause.
+    let live = report
+        .check(None, e2e::LIVE_PODS_CHECK)
+        .expect("live-pods-keep-access ran");
+    assert!(!live.passed(), "{}", report.text());
+    let (event, harm) = report
+        .timeline
+        .events
+        .iter()
+        .filter_map(|e| e.harm.as_ref().map(|h| (e, h)))
+        .find(|(_, h)| h.service_account == format!("{OPERATOR_NS}/default"))
+        .unwrap_or_else(|| panic!("no harm of the old operator pod: {}", report.text()));
+    assert_eq!(event.object.name, "machine-config-operator");
+    assert!(harm.what.starts_with("denied:"), "{harm:?}");
+    let cause = harm.cause.as_deref().unwrap_or_default();
+    assert!(
+        cause.starts_with("delete ClusterRoleBinding") && cause.ends_with(BINDING),
+        "{cause}"
+    );
+    // And the test's own watch agrees: the old pod, running as `default`, was denied;
+    // nobody else was.
     let old_sa = format!("system:serviceaccount:{OPERATOR_NS}:default");
     let denied = ends
         .iter()
@@ -262,6 +285,14 @@ async fn buggy_order_denies_the_old_operator_pod_with_real_pods() {
 async fn fixed_order_denies_nothing_with_real_pods() {
     let (report, ends, took) = story("new").await;
     assert!(report.ok(), "{}", report.text());
+    let live = report
+        .check(None, e2e::LIVE_PODS_CHECK)
+        .expect("live-pods-keep-access ran");
+    assert!(
+        live.notes.iter().any(|n| n.contains("real pods watched")),
+        "{:?}",
+        live.notes
+    );
     assert!(ends.is_empty(), "a pod ended with an error: {ends:?}");
     eprintln!("machine-config story, fixed, real pods: {took:.1?}");
 }

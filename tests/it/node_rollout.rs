@@ -22,7 +22,8 @@ struct Seen {
     pod: String,
     /// The pod's ReplicaSet (`pod-template-hash`).
     hash: String,
-    /// `ready`, `stopping` (deletion requested or phase terminal) or `gone` (deleted).
+    /// `ready`, `stopping` (deletion requested or phase terminal), `stopped` (phase terminal:
+    /// every container has exited; or deleted) or `gone` (deleted).
     what: &'static str,
 }
 
@@ -54,9 +55,8 @@ fn watch_pods(
             let ready = st
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-            let stopping = pod.metadata.deletion_timestamp.is_some()
-                || phase == "Succeeded"
-                || phase == "Failed";
+            let terminal = phase == "Succeeded" || phase == "Failed";
+            let stopping = pod.metadata.deletion_timestamp.is_some() || terminal;
             let mut log = log.lock().unwrap();
             let mut note = |what: &'static str| {
                 if !log.iter().any(|s| s.pod == name && s.what == what) {
@@ -73,6 +73,9 @@ fn watch_pods(
             }
             if stopping || deleted {
                 note("stopping");
+            }
+            if terminal || deleted {
+                note("stopped");
             }
             if deleted {
                 note("gone");
@@ -164,7 +167,8 @@ async fn settle(
 
 /// For the rollout to ReplicaSet `new`: how long a `new` pod was ready while an older pod was
 /// not yet stopping (positive: overlap), or, without overlap, minus the gap between the last
-/// old pod being gone and the first new pod being ready.
+/// old pod having stopped (every container exited: what `Recreate` waits for, not the pod
+/// object's deletion) and the first new pod being ready.
 fn overlap(log: &[Seen], new: &str) -> f64 {
     let first_new_ready = log
         .iter()
@@ -190,7 +194,13 @@ fn overlap(log: &[Seen], new: &str) -> f64 {
     if stopping > first_new_ready {
         (stopping - first_new_ready).as_secs_f64()
     } else {
-        -(first_new_ready - last_old("gone")).as_secs_f64()
+        let stopped = last_old("stopped");
+        if stopped > first_new_ready {
+            // Told to stop before, but still running when the new pod was ready.
+            (stopped - first_new_ready).as_secs_f64()
+        } else {
+            -(first_new_ready - stopped).as_secs_f64()
+        }
     }
 }
 
