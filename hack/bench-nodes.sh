@@ -23,7 +23,9 @@ if [[ -z ${MINICVO:-} ]]; then
   MINICVO=$ROOT/target/debug/minicvo
 fi
 out=$(bash hack/build-testplane.sh --nodes | tail -n 2)
-export TESTPLANE_BIN=$(head -n 1 <<<"$out") TESTPLANE_NODE_BIN=$(tail -n 1 <<<"$out")
+TESTPLANE_BIN=$(head -n 1 <<<"$out")
+TESTPLANE_NODE_BIN=$(tail -n 1 <<<"$out")
+export TESTPLANE_BIN TESTPLANE_NODE_BIN
 OUT=$ROOT/target/bench/nodes-$(date -u +%Y%m%dT%H%M%S)
 mkdir -p "$OUT"
 say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); results in $OUT"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by hack/build-testplane.sh (--nodes): builds the node tools into
 # $CACHE/node-<key>/bin and prints that directory. Needs ROOT, CACHE and K8S_VERSION.
 #

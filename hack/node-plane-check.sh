@@ -28,16 +28,16 @@ until_true() {
 
 if [[ -z ${TESTPLANE_BIN:-} || -z ${TESTPLANE_NODE_BIN:-} ]]; then
   out=$(bash hack/build-testplane.sh --nodes | tail -n 2)
-  export TESTPLANE_BIN=${TESTPLANE_BIN:-$(head -n 1 <<<"$out")}
-  export TESTPLANE_NODE_BIN=$(tail -n 1 <<<"$out")
+  TESTPLANE_BIN=${TESTPLANE_BIN:-$(head -n 1 <<<"$out")}
+  TESTPLANE_NODE_BIN=$(tail -n 1 <<<"$out")
+  export TESTPLANE_BIN TESTPLANE_NODE_BIN
 fi
 k() { "$TESTPLANE_BIN/kubectl" "$@"; }
 
 t=$(now)
 eval "$(bash hack/testplane.sh start --nodes 1)"
 say "plane with a node started in $(since "$t") s"
-stopped=0
-trap '((stopped)) || bash hack/testplane.sh stop "$TESTPLANE_DIR"' EXIT
+trap 'bash hack/testplane.sh stop "$TESTPLANE_DIR"' EXIT
 
 ns=node-check
 k create namespace "$ns" >/dev/null
@@ -127,6 +127,6 @@ log=$(k -n "$ns" logs deployment/standin)
 [[ $log == *"acquired lease"* ]] || { say "no lease in the stand-in's log: $log"; exit 1; }
 
 t=$(now)
-stopped=1
+trap - EXIT
 bash hack/testplane.sh stop "$TESTPLANE_DIR"
 say "stopped (nothing left behind) in $(since "$t") s"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by hack/testplane.sh: the node of a plane started with `--nodes 1` (or
 # TESTPLANE_NODES=1). See hack/TESTPLANE.md, "A plane with a node".
 #
@@ -247,7 +248,7 @@ node_drain() {
     jq -r '.items[] | .metadata.namespace + "/" + .metadata.name')
   deadline=$((SECONDS + 30))
   while :; do
-    left=$(node_api "$w" "/api/v1/pods?fieldSelector=spec.nodeName%3Dlocalhost" 2>/dev/null | jq '.items | length') || left=?
+    left=$(node_api "$w" "/api/v1/pods?fieldSelector=spec.nodeName%3Dlocalhost" 2>/dev/null | jq '.items | length') || left=unknown
     [[ $left == 0 ]] && break
     if ((SECONDS >= deadline)); then
       say "node: $left pod(s) still bound after 30 s, stopping the kubelet anyway"
@@ -348,7 +349,10 @@ node_teardown() {
   local w=$1 n=$1/node
   [[ -d $n ]] || return 0
   if [[ -n ${NODE_BIN:-} && -x $NODE_BIN/runc ]]; then
-    ls "$n"/runc/*/ 2>/dev/null | grep -v / >>"$n/container.ids" || true
+    local c
+    for c in "$n"/runc/*/*/; do
+      [[ -d $c ]] && basename "$c" >>"$n/container.ids"
+    done
     node_kill_containers "$w"
   fi
   node_kill_strays "$w"

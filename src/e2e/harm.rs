@@ -259,9 +259,10 @@ pub fn real_pods_keep_access(
     seen: &super::real_pods::RealPodSummary,
 ) -> Check {
     let mut check = live_pods_keep_access(timeline, seen.pods);
-    check.description = "no real pod of the payloads' workloads has a container end with a refused \
+    check.description =
+        "no real pod of the payloads' workloads has a container end with a refused \
                    request"
-        .to_string();
+            .to_string();
     check.notes = vec![format!(
         "{} real pods watched, {} container restarts, {} denials",
         seen.pods, seen.restarts, seen.denials

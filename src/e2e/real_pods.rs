@@ -16,7 +16,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -60,7 +60,11 @@ impl RealPods {
         let mut streams = Vec::new();
         for ns in namespaces {
             let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-            streams.push(watcher(api, watcher::Config::default()).boxed());
+            streams.push(
+                watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .boxed(),
+            );
         }
         let mut all = futures::stream::select_all(streams);
         // Until every stream has listed, its pods are an earlier run's.
@@ -161,7 +165,11 @@ impl State {
         };
         for c in &statuses {
             let ended = [c.state.as_ref(), c.last_state.as_ref()];
-            for t in ended.into_iter().flatten().filter_map(|s| s.terminated.as_ref()) {
+            for t in ended
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.terminated.as_ref())
+            {
                 let message = t.message.as_deref().unwrap_or_default().trim();
                 if t.exit_code == 0 || !is_denial(message) {
                     continue;
@@ -241,16 +249,24 @@ mod tests {
     #[test]
     fn a_pod_belongs_to_the_deployment_of_its_replicaset_or_to_its_daemonset() {
         let d = workload_of(&pod("ReplicaSet", "machine-config-operator-6f6bdd76c9")).unwrap();
-        assert_eq!((d.kind.as_str(), d.name.as_str()), ("Deployment", "machine-config-operator"));
+        assert_eq!(
+            (d.kind.as_str(), d.name.as_str()),
+            ("Deployment", "machine-config-operator")
+        );
         let ds = workload_of(&pod("DaemonSet", "node-agent")).unwrap();
-        assert_eq!((ds.kind.as_str(), ds.name.as_str()), ("DaemonSet", "node-agent"));
+        assert_eq!(
+            (ds.kind.as_str(), ds.name.as_str()),
+            ("DaemonSet", "node-agent")
+        );
         assert!(workload_of(&pod("Job", "j")).is_none());
     }
 
     #[test]
     fn denials_are_the_refusals_of_the_api_server() {
         assert!(is_denial("denied: GET /apis/x: 403: leases is forbidden"));
-        assert!(is_denial(r#"leases.coordination.k8s.io "x" is forbidden: User "u" cannot get"#));
+        assert!(is_denial(
+            r#"leases.coordination.k8s.io "x" is forbidden: User "u" cannot get"#
+        ));
         assert!(is_denial("Unauthorized"));
         assert!(!is_denial("panic: nil pointer"));
         assert!(!is_denial(""));

@@ -40,6 +40,8 @@ fn for_real_pods(name: &str, into: &Path) -> PathBuf {
     let dst = into.join(name);
     let rm = dst.join("release-manifests");
     std::fs::create_dir_all(&rm).unwrap();
+    // kubectl reads `0644` as YAML 1.1 octal; a plain YAML parser does not.
+    let octal = regex::Regex::new(r"(defaultMode: )0([0-7]+)").unwrap();
     for entry in std::fs::read_dir(&src).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -48,8 +50,6 @@ fn for_real_pods(name: &str, into: &Path) -> PathBuf {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         let out = if file.ends_with("_deployment.yaml") {
-            // kubectl reads `0644` as YAML 1.1 octal; a plain YAML parser does not.
-            let octal = regex::Regex::new(r"(defaultMode: )0([0-7]+)").unwrap();
             let text = octal.replace_all(&text, |c: &regex::Captures| {
                 format!("{}{}", &c[1], i64::from_str_radix(&c[2], 8).unwrap())
             });
