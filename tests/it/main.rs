@@ -49,6 +49,7 @@ mod merge_cluster_kinds;
 mod node_mco_story;
 mod node_rollout;
 mod node_standin;
+mod node_teardown;
 mod plan_properties;
 mod release_image;
 mod reliability;
