@@ -5,7 +5,27 @@
 # The registry tools of the release-image tests (crane, the distribution registry, htpasswd)
 # come from hack/tools/registry and are built into the same bin directory, checked by their
 # own key (bin/.registry-key), so they never invalidate the plane binaries.
+#
+#   hack/build-testplane.sh            the plane; last line: its bin dir
+#   hack/build-testplane.sh --nodes    also the node tools; the last two lines: the plane's bin
+#                                      dir, then the node bin dir
+#
+# The node tools (hack/tools/node/*, hack/tools/standin) are kubelet and kube-scheduler,
+# containerd and its runc shim, runc, the CNI plugins (bridge, host-local, loopback, portmap)
+# and the stand-in programs (pause, standin-operator). They go into their own cache directory
+# (node-<key>/bin), keyed by their own module files, so neither build invalidates the other.
+# runc needs cgo and libseccomp: when the library is missing the script installs
+# libseccomp-dev (and gcc, pkg-config) with apt-get, as root.
 set -euo pipefail
+NODES=0
+case ${1:-} in
+--nodes) NODES=1 ;;
+"") ;;
+*)
+  echo "usage: hack/build-testplane.sh [--nodes]" >&2
+  exit 2
+  ;;
+esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 K8S_VERSION=v1.37.2 # must match hack/tools/testplane/go.mod
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local} CGO_ENABLED=0 GOFLAGS=${GOFLAGS:--modcacherw}
@@ -40,10 +60,13 @@ registry_tools() {
   echo "$rkey" >"$dir/.registry-key"
 }
 
+source "$ROOT/hack/build-node-tools.sh"
+
 if ((ready)); then
   registry_tools "$bin"
   echo "build-testplane: cache hit ($bin)" >&2
   echo "$bin"
+  if ((NODES)); then node_tools; fi
   exit 0
 fi
 
@@ -77,3 +100,4 @@ echo "build-testplane: built in $((SECONDS - start))s" >&2
 rm -rf "$bin"
 mv "$tmp" "$bin"
 echo "$bin"
+if ((NODES)); then node_tools; fi

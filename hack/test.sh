@@ -8,11 +8,25 @@
 #
 # The tests see MINICVO_TEST_KUBECONFIG and KUBECONFIG (admin context current, `alice` context
 # unprivileged) and TESTPLANE_BIN (kubectl and friends). A missing plane is a failure, never a skip.
+#
+# A second plane, with a node (hack/testplane.sh start --nodes 1), runs the tests of real pods
+# (tests/it/node_*.rs). It is built and started when there are no ARGS, when an argument names
+# `node`, or when TESTPLANE_NODES=1; TESTPLANE_NODES=0 never starts it. Its tests see
+# MINICVO_TEST_NODE_KUBECONFIG, TESTPLANE_NODE_DIR, TESTPLANE_REGISTRY and
+# TESTPLANE_STANDIN_IMAGE. Its stop checks that no process, mount, bridge or network namespace
+# is left behind; a leftover fails the run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 phase() { echo "test.sh: $1 took $(($SECONDS - $2))s" >&2; }
+
+NODES=${TESTPLANE_NODES:-}
+if [[ -z $NODES ]]; then
+  NODES=0
+  if (($# == 0)); then NODES=1; fi
+  for a in "$@"; do [[ $a == *node* ]] && NODES=1; done
+fi
 
 t=$SECONDS
 if [[ -z ${TESTPLANE_BIN:-} ]]; then
@@ -20,6 +34,14 @@ if [[ -z ${TESTPLANE_BIN:-} ]]; then
 fi
 export TESTPLANE_BIN
 phase "build of the test plane" "$t"
+if [[ $NODES == 1 ]]; then
+  t=$SECONDS
+  if [[ -z ${TESTPLANE_NODE_BIN:-} ]]; then
+    TESTPLANE_NODE_BIN=$(bash hack/build-testplane.sh --nodes | tail -n 1)
+  fi
+  export TESTPLANE_NODE_BIN
+  phase "build of the node tools" "$t"
+fi
 
 # Compile before starting the plane: a build error needs no cluster, and the plane does not idle.
 t=$SECONDS
@@ -32,9 +54,18 @@ phase "compile of the tests" "$t"
 
 t=$SECONDS
 TESTPLANE_DIR=
+TESTPLANE_NODE_DIR=
 SUMMARY=
 cleanup() {
-  local rc=$?
+  local rc=$? t=$SECONDS
+  if [[ -n $TESTPLANE_NODE_DIR ]]; then
+    # A node that leaves anything behind fails the run.
+    if ! bash hack/testplane.sh stop "$TESTPLANE_NODE_DIR"; then
+      echo "test.sh: the plane with a node did not stop cleanly" >&2
+      if ((rc == 0)); then rc=1; fi
+    fi
+    phase "stop of the plane with a node" "$t"
+  fi
   if [[ -n $TESTPLANE_DIR ]]; then bash hack/testplane.sh stop "$TESTPLANE_DIR" || true; fi
   # The closing line: every test of every binary, summed.
   if [[ -n $SUMMARY ]]; then echo "tests: $SUMMARY"; fi
@@ -47,6 +78,16 @@ env_lines=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
 eval "$env_lines"
 export TESTPLANE_DIR KUBECONFIG MINICVO_TEST_KUBECONFIG
 phase "start of the test plane" "$t"
+if [[ $NODES == 1 ]]; then
+  t=$SECONDS
+  node_env=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start --nodes 1)
+  # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
+  TESTPLANE_NODE_DIR=$(bash -c "$node_env"'; echo "$TESTPLANE_DIR"')
+  eval "$(grep -E '^export (TESTPLANE_REGISTRY|TESTPLANE_STANDIN_IMAGE)=' <<<"$node_env")"
+  export TESTPLANE_NODE_DIR TESTPLANE_REGISTRY TESTPLANE_STANDIN_IMAGE
+  export MINICVO_TEST_NODE_KUBECONFIG=$TESTPLANE_NODE_DIR/kubeconfig
+  phase "start of the plane with a node" "$t"
+fi
 
 t=$SECONDS
 rc=0

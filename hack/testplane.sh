@@ -3,12 +3,17 @@
 # hack/build-testplane.sh. See hack/TESTPLANE.md.
 #
 #   eval "$(hack/testplane.sh start)"   start a plane in a fresh temp dir; prints the exports
+#   hack/testplane.sh start --nodes 1   the same plus a node: containerd, a kubelet, kube-scheduler,
+#                                       an image registry (hack/testplane-node.sh); needs root
 #   hack/testplane.sh env  [DIR]        print the exports again (DIR defaults to $TESTPLANE_DIR)
 #   hack/testplane.sh stop [DIR]        stop the processes this script started, remove DIR
 #
 # Environment:
 #   TESTPLANE_BIN            bin dir with etcd, kube-apiserver, kube-controller-manager
 #                            (default: the output of hack/build-testplane.sh)
+#   TESTPLANE_NODES          0 or 1: the number of nodes when start has no --nodes (default 0)
+#   TESTPLANE_NODE_BIN       bin dir of the node tools (default: the output of
+#                            hack/build-testplane.sh --nodes)
 #   TESTPLANE_START_TIMEOUT  seconds to wait for the plane to be ready (default 120)
 #   TESTPLANE_WATCH_PID      if set, a watchdog stops the plane when this process exits
 #   TESTPLANE_KEEP_FAILED=1  keep the work dir after a failed start (for debugging)
@@ -19,6 +24,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SELF=$ROOT/hack/testplane.sh
 # The processes we start, in start order; stop goes in reverse.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager)
+# The plane's node, when asked for (NODE_COMPONENTS are appended to COMPONENTS).
+NODES=0
+# shellcheck source=hack/testplane-node.sh
+source "$ROOT/hack/testplane-node.sh"
 
 say() { echo "testplane: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -55,8 +64,25 @@ wait_for() {
 launch() {
   local w=$1 name=$2
   shift 2
-  "$BIN/$name" "$@" </dev/null >"$w/$name.log" 2>&1 &
-  echo $! >"$w/$name.pid"
+  launch_program "$w" "$name" "$BIN/$name" "$@"
+}
+
+# launch_program DIR NAME PROGRAM ARGS...: the same for any program; its command line must name
+# DIR (see is_ours).
+launch_program() {
+  local w=$1 name=$2
+  shift 2
+  "$@" </dev/null >"$w/$name.log" 2>&1 &
+  local pid=$! n
+  echo "$pid" >"$w/$name.pid"
+  # Until it execs the program, the child is a copy of this shell, whose command line does
+  # not name DIR: wait for the exec (5 s at most), or is_ours would take a child that a busy
+  # machine has not yet scheduled for one that died.
+  for ((n = 0; n < 100; n++)); do
+    is_ours "$w" "$pid" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 print_logs() {
@@ -127,6 +153,14 @@ start_processes() {
   ap=$(free_port)
   deadline=$((SECONDS + ${TESTPLANE_START_TIMEOUT:-120}))
   rm -rf "$w/etcd" && mkdir -m 700 "$w/etcd"
+  # Without a node no pod runs, so pods need no ServiceAccount token. With one, they do: the
+  # admission plugin adds the projected token volume and root-ca-cert-publisher its CA.
+  local admission=(--disable-admission-plugins=ServiceAccount)
+  local controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation
+  if ((NODES)); then
+    admission=()
+    controllers+=,root-ca-cert-publisher,deployment,replicaset,daemonset,job,nodelifecycle,podgc
+  fi
   launch "$w" etcd --name testplane --data-dir "$w/etcd" \
     --listen-client-urls "http://127.0.0.1:$ep" --advertise-client-urls "http://127.0.0.1:$ep" \
     --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
@@ -142,7 +176,7 @@ start_processes() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
-    --disable-admission-plugins=ServiceAccount \
+    "${admission[@]}" \
     --endpoint-reconciler-type=none \
     --allow-privileged=true --profiling=false
   local server=https://127.0.0.1:$ap
@@ -159,29 +193,67 @@ start_processes() {
   # clusterrole-aggregation: the admin/edit/view ClusterRoles get their aggregated rules.
   launch "$w" kube-controller-manager \
     --kubeconfig="$w/controller-manager.kubeconfig" \
-    --controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation \
+    --controllers="$controllers" \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
     --use-service-account-credentials=false --leader-elect=false --secure-port=0 --profiling=false
   # The `default` ServiceAccount appears once the controller manager is running its controllers.
   wait_for "$w" "$deadline" "serviceaccount default/default (kube-controller-manager)" \
     "${admin[@]}" "$server/api/v1/namespaces/default/serviceaccounts/default" || return 1
+  if ((NODES)); then node_start "$w" "$deadline" || return 1; fi
 }
 
 start() {
+  NODES=${TESTPLANE_NODES:-0}
+  while (($#)); do
+    case $1 in
+    --nodes)
+      NODES=${2:-}
+      shift 2 || die "start: --nodes needs a number"
+      ;;
+    --nodes=*)
+      NODES=${1#--nodes=}
+      shift
+      ;;
+    *) die "start: unknown argument $1" ;;
+    esac
+  done
+  [[ $NODES == 0 || $NODES == 1 ]] || die "start: --nodes must be 0 or 1 (one node per plane)"
+  if ((NODES)); then
+    ((EUID == 0)) || die "start: a plane with a node needs root (containerd, runc, mounts, the CNI bridge)"
+    local c
+    for c in jq ip umount; do command -v "$c" >/dev/null || die "$c is not installed (needed for the node)"; done
+    if [[ -z ${TESTPLANE_BIN:-} || -z ${TESTPLANE_NODE_BIN:-} ]]; then
+      local out
+      out=$(bash "$ROOT/hack/build-testplane.sh" --nodes | tail -n 2)
+      TESTPLANE_BIN=${TESTPLANE_BIN:-$(head -n 1 <<<"$out")}
+      TESTPLANE_NODE_BIN=$(tail -n 1 <<<"$out")
+    fi
+    NODE_BIN=$TESTPLANE_NODE_BIN
+    for c in containerd containerd-shim-runc-v2 runc kubelet kube-scheduler pause standin-operator cni/bridge; do
+      [[ -x $NODE_BIN/$c ]] || die "$NODE_BIN/$c is missing; hint: run hack/build-testplane.sh --nodes or set TESTPLANE_NODE_BIN"
+    done
+    COMPONENTS+=("${NODE_COMPONENTS[@]}")
+  fi
   if [[ -z ${TESTPLANE_BIN:-} ]]; then
     TESTPLANE_BIN=$(bash "$ROOT/hack/build-testplane.sh" | tail -n 1)
   fi
   BIN=$TESTPLANE_BIN
   local c
-  for c in "${COMPONENTS[@]}"; do
+  for c in etcd kube-apiserver kube-controller-manager; do
     [[ -x $BIN/$c ]] || die "$BIN/$c is missing; hint: run hack/build-testplane.sh or set TESTPLANE_BIN"
   done
   command -v openssl >/dev/null || die "openssl is not installed"
   command -v curl >/dev/null || die "curl is not installed"
   command -v python3 >/dev/null || die "python3 is not installed (used to pick free ports)"
 
+  if ((NODES)); then
+    [[ -x $BIN/crane ]] || die "$BIN/crane is missing; hint: run hack/build-testplane.sh"
+    node_clean_stale
+  fi
   local t0=$SECONDS w
   w=$(mktemp -d "${TMPDIR:-/tmp}/minicvo-testplane.XXXXXX")
+  # stop reads these to find the node's tools again.
+  if ((NODES)); then printf '%s\n' "$NODE_BIN" >"$w/node-bin"; fi
   make_pki "$w"
   openssl rand -hex 24 >"$w/admin.token"
   openssl rand -hex 24 >"$w/alice.token"
@@ -199,6 +271,10 @@ start() {
     if grep -qs 'address already in use' "$w"/*.log && ((attempt < 3)); then
       say "port clash, retrying (attempt $((attempt + 1)))"
       kill_processes "$w"
+      if ((NODES)); then
+        node_teardown "$w"
+        rm -rf "$w/node"
+      fi
       continue
     fi
     break
@@ -207,6 +283,7 @@ start() {
     say "start-up failed"
     print_logs "$w"
     kill_processes "$w"
+    if ((NODES)); then node_teardown "$w"; fi
     if [[ ${TESTPLANE_KEEP_FAILED:-} == 1 ]]; then
       say "kept the work dir $w (TESTPLANE_KEEP_FAILED=1)"
     else
@@ -233,27 +310,37 @@ print_env() {
   printf 'export TESTPLANE_DIR=%q\n' "$w"
   printf 'export KUBECONFIG=%q\n' "$w/kubeconfig"
   printf 'export MINICVO_TEST_KUBECONFIG=%q\n' "$w/kubeconfig"
+  node_print_env "$w"
 }
 
-# kill_processes DIR: SIGTERM our processes in reverse start order, wait up to 20 s each, then SIGKILL.
+# stop_component DIR NAME: SIGTERM one of our processes, wait (containerd 10 s, others 20 s),
+# then SIGKILL. A pid that is no longer ours (exited, recycled) is left alone.
+stop_component() {
+  local w=$1 c=$2 pid n limit=100
+  [[ -f $w/$c.pid ]] || return 0
+  pid=$(<"$w/$c.pid")
+  rm -f "$w/$c.pid"
+  is_ours "$w" "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  # A SIGTERMed containerd once kept its metadata DB open for 20 s and more.
+  [[ $c == containerd ]] && limit=50
+  for ((n = 0; n < limit; n++)); do
+    is_ours "$w" "$pid" || return 0
+    sleep 0.2
+  done
+  say "$c (pid $pid) did not stop, killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((n = 0; n < 50; n++)); do
+    is_ours "$w" "$pid" || return 0
+    sleep 0.1
+  done
+}
+
+# kill_processes DIR: stop our processes in reverse start order.
 kill_processes() {
-  local w=$1 i c pid
+  local w=$1 i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    c=${COMPONENTS[i]}
-    [[ -f $w/$c.pid ]] || continue
-    pid=$(<"$w/$c.pid")
-    rm -f "$w/$c.pid"
-    is_ours "$w" "$pid" || continue
-    kill -TERM "$pid" 2>/dev/null || continue
-    local n
-    for ((n = 0; n < 100; n++)); do
-      is_ours "$w" "$pid" || break
-      sleep 0.2
-    done
-    if is_ours "$w" "$pid"; then
-      say "$c (pid $pid) did not stop, killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+    stop_component "$w" "${COMPONENTS[i]}"
   done
 }
 
@@ -268,7 +355,22 @@ stop() {
     rm -f "$w/watchdog.pid"
     if [[ $wd != "${WATCHDOG_SELF:-}" ]] && is_ours "$w" "$wd"; then kill -TERM "$wd" 2>/dev/null || true; fi
   fi
+  local node=0
+  if [[ -f $w/node-bin ]]; then
+    node=1
+    NODE_BIN=$(<"$w/node-bin")
+    COMPONENTS+=("${NODE_COMPONENTS[@]}")
+    # Pods first, while the kubelet can still stop them.
+    node_drain "$w"
+  fi
   kill_processes "$w"
+  if ((node)); then
+    node_teardown "$w"
+    if ! node_check "$w"; then
+      say "stop: the node left the above behind; kept $w"
+      return 1
+    fi
+  fi
   rm -rf "$w"
   say "stopped, removed $w"
 }
@@ -282,12 +384,15 @@ watch() {
 }
 
 case ${1:-} in
-start) start ;;
+start)
+  shift
+  start "$@"
+  ;;
 stop) stop "${2:-${TESTPLANE_DIR:-}}" ;;
 env) print_env "${2:-${TESTPLANE_DIR:-}}" ;;
 __watch) watch "$2" "$3" ;;
 *)
-  echo "usage: hack/testplane.sh start | stop [DIR] | env [DIR]" >&2
+  echo "usage: hack/testplane.sh start [--nodes 0|1] | stop [DIR] | env [DIR]" >&2
   exit 2
   ;;
 esac

@@ -115,6 +115,12 @@ pub struct UpgradeArgs {
     /// is deleted first so that the operator installs.
     #[arg(long)]
     pub via_operator: bool,
+    /// Watch the payloads' real pods instead of simulating them (a cluster with nodes, e.g.
+    /// kind): a container that ends with a refused request (its termination message says
+    /// `denied:`, `… is forbidden: …` or `Unauthorized`) fails `live-pods-keep-access`, with
+    /// the payload task that caused it. Implies --no-live-pods.
+    #[arg(long)]
+    pub real_pods: bool,
     /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
     /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
     #[arg(long = "pods", value_name = "SPEC")]
@@ -203,7 +209,8 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
         default_delay: a.delay,
         wait_available: a.wait_available,
         assertions: a.assert.clone(),
-        live_pods: !a.no_live_pods,
+        live_pods: !a.no_live_pods && !a.real_pods,
+        real_pods: a.real_pods,
         pods: pod_options(a)?,
         apply: ApplyOptions {
             runner: RunnerOptions {

@@ -251,6 +251,25 @@ pub fn live_pods_keep_access(timeline: &Timeline, pods_started: usize) -> Check 
     check
 }
 
+/// `live-pods-keep-access` judged from real pods (`--real-pods`): one failure per denial a
+/// pod's container ended with; passes with a note of how many pods ran and restarted.
+#[must_use]
+pub fn real_pods_keep_access(
+    timeline: &Timeline,
+    seen: &super::real_pods::RealPodSummary,
+) -> Check {
+    let mut check = live_pods_keep_access(timeline, seen.pods);
+    check.description =
+        "no real pod of the payloads' workloads has a container end with a refused \
+                   request"
+            .to_string();
+    check.notes = vec![format!(
+        "{} real pods watched, {} container restarts, {} denials",
+        seen.pods, seen.restarts, seen.denials
+    )];
+    check
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -54,6 +54,9 @@ pub struct UpgradeOptions {
     pub assertions: Vec<Assertion>,
     /// Simulate the payloads' pods (on by default; `--no-live-pods` turns it off).
     pub live_pods: bool,
+    /// Watch the payloads' real pods instead of simulating them (a cluster with nodes;
+    /// `--real-pods`, see [`super::real_pods`]). Turns `live_pods` off.
+    pub real_pods: bool,
     /// Timings and lease duration of the simulated pods.
     pub pods: PodOptions,
     /// Settings of both apply runs (the mode comes from the phase).
@@ -80,6 +83,7 @@ impl Default for UpgradeOptions {
             wait_available: false,
             assertions: Vec::new(),
             live_pods: true,
+            real_pods: false,
             pods: PodOptions::default(),
             apply: ApplyOptions::default(),
             via_operator: false,
@@ -357,19 +361,31 @@ pub async fn upgrade(
     let stub_seconds = stub_started.elapsed().as_secs_f64();
 
     let recorder = Arc::new(Recorder::new(started));
-    let pods = options.live_pods.then(|| {
-        let workloads: Vec<crate::manifest::ObjectId> = {
-            let mut ids: Vec<_> = old_plan
-                .tasks
-                .iter()
-                .chain(&new_plan.tasks)
-                .filter(|t| simulate::operators::is_simulated_workload(&t.manifest))
-                .map(|t| t.manifest.id.clone())
-                .collect();
-            ids.sort();
-            ids.dedup();
-            ids
-        };
+    let workloads: Vec<crate::manifest::ObjectId> = {
+        let mut ids: Vec<_> = old_plan
+            .tasks
+            .iter()
+            .chain(&new_plan.tasks)
+            .filter(|t| simulate::operators::is_simulated_workload(&t.manifest))
+            .map(|t| t.manifest.id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    let real = if options.real_pods {
+        Some(
+            super::real_pods::RealPods::start(
+                clients.simulator.client.clone(),
+                workloads.clone(),
+                recorder.clone() as Arc<dyn SimObserver>,
+            )
+            .await,
+        )
+    } else {
+        None
+    };
+    let pods = (options.live_pods && !options.real_pods).then(|| {
         PodSimulator::start(
             clients.simulator.client.clone(),
             workloads,
@@ -432,6 +448,10 @@ pub async fn upgrade(
         Some(p) => Some(p.stop().await),
         None => None,
     };
+    let real_summary = match real {
+        Some(r) => Some(r.stop().await),
+        None => None,
+    };
     let ended = Instant::now();
     let mut timeline = recorder.timeline();
     super::harm::attribute(&mut timeline, &old_plan, &new_plan);
@@ -453,6 +473,9 @@ pub async fn upgrade(
             &timeline,
             s.pods_started,
         ));
+    }
+    if let Some(s) = &real_summary {
+        checks.push(super::harm::real_pods_keep_access(&timeline, s));
     }
     checks.extend(checks::assertions(&timeline, &options.assertions));
     if options.clean_after {

@@ -27,6 +27,7 @@ pub mod cleanup;
 pub mod harm;
 pub mod harness;
 pub mod junit;
+pub mod real_pods;
 pub mod report;
 pub mod timeline;
 pub mod trace;

@@ -33,6 +33,7 @@ pub mod cli;
 pub mod fault;
 pub mod harm;
 pub mod image;
+pub mod node;
 pub mod objects;
 pub mod openshift;
 

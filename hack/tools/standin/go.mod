@@ -1,0 +1,3 @@
+module minicvo/hack/tools/standin
+
+go 1.26.0

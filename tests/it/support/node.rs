@@ -1,0 +1,283 @@
+//! The plane with a node, for the tests of real pods (`tests/it/node_*.rs`).
+//!
+//! `hack/test.sh` starts it next to the shared plane (`hack/testplane.sh start --nodes 1`) and
+//! exports `MINICVO_TEST_NODE_KUBECONFIG` (admin), `TESTPLANE_REGISTRY` and
+//! `TESTPLANE_STANDIN_IMAGE` (the stand-in operator of `hack/tools/standin`, pushed to the
+//! plane's registry). Without them these helpers **panic**: a missing node plane is a failure,
+//! never a skip.
+//!
+//! Pods reach the API server as the stand-in does on any cluster, through
+//! `KUBERNETES_SERVICE_HOST`/`PORT` and the pod's ServiceAccount token; the plane has no
+//! service proxy, so stand-in pods run on the host network and get the API server's address
+//! in those two variables ([`standin_env`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// The environment variable naming the node plane's kubeconfig.
+pub const NODE_KUBECONFIG_ENV: &str = "MINICVO_TEST_NODE_KUBECONFIG";
+
+fn required(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: the tests of real pods need the plane with a node; hint: run them \
+             through `hack/test.sh` (it starts one unless TESTPLANE_NODES=0), or \
+             `eval \"$(hack/testplane.sh start --nodes 1)\"` and export \
+             {NODE_KUBECONFIG_ENV}=$KUBECONFIG"
+        )
+    })
+}
+
+/// The node plane's kubeconfig (admin context current).
+pub fn kubeconfig() -> PathBuf {
+    PathBuf::from(required(NODE_KUBECONFIG_ENV))
+}
+
+/// The stand-in operator image in the plane's registry.
+pub fn standin_image() -> String {
+    required("TESTPLANE_STANDIN_IMAGE")
+}
+
+/// The pause image in the plane's registry (a container that only waits).
+pub fn pause_image() -> String {
+    format!("{}/minicvo/pause:1", required("TESTPLANE_REGISTRY"))
+}
+
+/// An admin client for the node plane.
+pub async fn client() -> Client {
+    let path = kubeconfig();
+    let kc = Kubeconfig::read_from(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()));
+    Client::try_from(config).expect("client for the node plane")
+}
+
+/// The port of the node plane's API server (on 127.0.0.1).
+pub fn api_port() -> u16 {
+    let path = kubeconfig();
+    let text = std::fs::read_to_string(&path).expect("node kubeconfig");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://127.0.0.1:"))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no server https://127.0.0.1:PORT in {}", path.display()))
+}
+
+/// The container environment (YAML list items, indented for a container at 8 spaces) of a
+/// stand-in operator reporting ClusterOperator `operator` at `version`, with a lease of
+/// `lease_seconds`.
+pub fn standin_env(operator: &str, version: &str, lease_seconds: u32) -> String {
+    format!(
+        "        - name: STANDIN_CLUSTEROPERATOR\n          value: \"{operator}\"\n\
+         \x20       - name: RELEASE_VERSION\n          value: \"{version}\"\n\
+         \x20       - name: STANDIN_LEASE_DURATION\n          value: \"{lease_seconds}\"\n\
+         \x20       - name: KUBERNETES_SERVICE_HOST\n          value: \"127.0.0.1\"\n\
+         \x20       - name: KUBERNETES_SERVICE_PORT\n          value: \"{}\"\n\
+         \x20       - name: POD_NAME\n          valueFrom:\n            fieldRef:\n              fieldPath: metadata.name\n",
+        api_port()
+    )
+}
+
+/// `minicvo apply --no-progress -o json [EXTRA] --kubeconfig NODE_PLANE PAYLOAD`.
+pub fn apply_command(payload: &Path, extra: &[&str]) -> std::process::Command {
+    let mut c = super::cli::command(&["apply", "--no-progress", "-o", "json"]);
+    c.args(extra)
+        .arg("--kubeconfig")
+        .arg(kubeconfig())
+        .arg(payload)
+        .env_remove("KUBECONFIG");
+    c
+}
+
+/// Runs [`apply_command`] to completion within `limit` (killed after it); returns its exit
+/// code, stdout and stderr.
+pub async fn apply(payload: &Path, extra: &[&str], limit: Duration) -> (i32, String, String) {
+    use std::io::Read;
+    let mut c = apply_command(payload, extra);
+    let shown = payload.display().to_string();
+    tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let mut child = c
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("minicvo apply runs");
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let mut e = String::new();
+                let _ = std::fs::File::open(&err).unwrap().read_to_string(&mut e);
+                panic!("minicvo apply {shown} did not finish within {limit:?}: {e}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (
+            status.code().unwrap_or(-1),
+            std::fs::read_to_string(&out).unwrap_or_default(),
+            std::fs::read_to_string(&err).unwrap_or_default(),
+        )
+    })
+    .await
+    .expect("apply task")
+}
+
+/// Serializes the node tests that use fixed names (the machine-config sample's namespace,
+/// ClusterOperator and cluster-scoped RBAC): an exclusive lock on a file named after the node
+/// plane's kubeconfig.
+pub async fn fixed_names_lock() -> std::fs::File {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    kubeconfig().hash(&mut h);
+    let path = std::env::temp_dir().join(format!("minicvo-node-names-{:016x}.lock", h.finish()));
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("cannot open lock file {}: {e}", path.display()));
+        file.lock()
+            .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+        file
+    })
+    .await
+    .expect("lock task")
+}
+
+/// A namespace on the node plane, deleted (with its pods) when dropped.
+#[derive(Debug)]
+pub struct NodeNamespace(pub String);
+
+impl std::ops::Deref for NodeNamespace {
+    type Target = String;
+    fn deref(&self) -> &String {
+        &self.0
+    }
+}
+
+impl Drop for NodeNamespace {
+    fn drop(&mut self) {
+        let name = std::mem::take(&mut self.0);
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                let client = client().await;
+                let _ = Api::<Namespace>::all(client)
+                    .delete(&name, &DeleteParams::background())
+                    .await;
+            });
+        })
+        .join();
+    }
+}
+
+/// Creates a fresh namespace on the node plane (see [`super::unique_name`]) and waits for its
+/// `default` ServiceAccount, which pods need before they are admitted.
+pub async fn namespace(client: &Client, prefix: &str) -> NodeNamespace {
+    let name = super::unique_name(prefix);
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some([(super::TEST_LABEL.to_owned(), "true".to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create namespace {name}: {e}"));
+    let guard = NodeNamespace(name.clone());
+    wait_for_default_sa(client, &name).await;
+    guard
+}
+
+/// Waits (30 s at most) until `ns/default` exists.
+pub async fn wait_for_default_sa(client: &Client, ns: &str) {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::runtime::wait::await_condition;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(sas, "default", |o: Option<&ServiceAccount>| o.is_some()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no ServiceAccount {ns}/default within 30 s"))
+    .unwrap();
+}
+
+/// Waits until Deployment `ns/name` is Available with every replica of its latest
+/// generation updated and ready; returns how long it took.
+pub async fn wait_available(client: &Client, ns: &str, name: &str, limit: Duration) -> Duration {
+    use kube::runtime::wait::await_condition;
+    let start = std::time::Instant::now();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let done = |d: Option<&Deployment>| {
+        let Some(d) = d else { return false };
+        let want = d.spec.replicas.unwrap_or(1);
+        let Some(st) = d.status.as_ref() else {
+            return false;
+        };
+        st.observed_generation == d.metadata.generation
+            && st.updated_replicas.unwrap_or(0) == want
+            && st.ready_replicas.unwrap_or(0) == want
+            && st.replicas.unwrap_or(0) == want
+            && st.conditions.iter().flatten().any(|c| {
+                c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True")
+            })
+    };
+    if tokio::time::timeout(limit, await_condition(deployments.clone(), name, done))
+        .await
+        .is_err()
+    {
+        let d = deployments.get_opt(name).await.ok().flatten();
+        let pods = pod_summary(client, ns).await;
+        panic!(
+            "Deployment {ns}/{name} not available within {limit:?}: status {:?}; pods: {pods}",
+            d.and_then(|d| d.status)
+        );
+    }
+    start.elapsed()
+}
+
+/// One line per pod of `ns`: name, phase, and each container's state (for failure messages).
+pub async fn pod_summary(client: &Client, ns: &str) -> String {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let Ok(list) = pods.list(&ListParams::default()).await else {
+        return "(cannot list pods)".into();
+    };
+    list.items
+        .iter()
+        .map(|p| {
+            let st = p.status.as_ref();
+            format!(
+                "{} {:?} {:?}",
+                p.metadata.name.as_deref().unwrap_or("?"),
+                st.and_then(|s| s.phase.as_deref()),
+                st.and_then(|s| s.container_statuses.as_ref()).map(|cs| cs
+                    .iter()
+                    .map(|c| (&c.state, c.restart_count))
+                    .collect::<Vec<_>>())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
