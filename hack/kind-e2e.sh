@@ -12,7 +12,14 @@
 #                                    waits for a leader, installs 4.13.0, updates to 4.14.0 by
 #                                    patching spec.desiredUpdate, checks that exactly one
 #                                    replica led, then deletes the leader and times the handover
-#   hack/kind-e2e.sh all             both, on one cluster
+#   hack/kind-e2e.sh real-pods       the real-pod scenarios shared with minicvo's CI (the plane
+#                                    with a node runs the same script): builds the stand-in
+#                                    operator and pause images (hack/tools/standin, Go and
+#                                    crane, no Docker build), loads them into kind, and runs
+#                                    hack/scenarios/real-pods.sh (stand-in Available through
+#                                    `minicvo apply`; the machine-config story with real pods,
+#                                    buggy denied and fixed clean)
+#   hack/kind-e2e.sh all             every scenario, on one cluster
 #
 # Environment:
 #   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it)
@@ -25,6 +32,8 @@
 #                          minicvo:dev from deploy/Dockerfile
 #   KIND_E2E_OPERATOR_TIMEOUT=SECONDS
 #                          operator scenario: the longest wait for each step (default 300)
+#   KIND_E2E_CRANE=PATH    real-pods scenario: crane (default: crane on PATH; hack/build-testplane.sh
+#                          builds one)
 #
 # Needs kind and a running Docker daemon; exits 2 with a message when either is missing. It
 # cannot run in minicvo's CI, which has no Docker: CI runs the same harness against the test
@@ -37,13 +46,13 @@ say() { echo "kind-e2e: $*" >&2; }
 
 SCENARIO=${1:-upgrade}
 case $SCENARIO in
-  upgrade | operator | all) ;;
+  upgrade | operator | real-pods | all) ;;
   -h | --help)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
     exit 0
     ;;
   *)
-    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|all]"
+    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|real-pods|all]"
     exit 2
     ;;
 esac
@@ -67,7 +76,13 @@ if [[ $SCENARIO != operator ]]; then
   command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
 fi
 if [[ $SCENARIO != upgrade ]]; then
-  command -v kubectl >/dev/null || { say "kubectl is not installed (the operator scenario applies deploy/ with it)"; exit 2; }
+  command -v kubectl >/dev/null || { say "kubectl is not installed (the operator and real-pods scenarios use it)"; exit 2; }
+fi
+CRANE=${KIND_E2E_CRANE:-crane}
+if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
+  command -v go >/dev/null || { say "go is not installed (it builds the stand-in images)"; exit 2; }
+  command -v "$CRANE" >/dev/null || { say "crane is not installed; hint: set KIND_E2E_CRANE to the crane hack/build-testplane.sh builds"; exit 2; }
+  python3 -c 'import yaml' 2>/dev/null || { say "python3 has no yaml module (the real-pod payload copies); hint: apt-get install python3-yaml"; exit 2; }
 fi
 
 NAME=minicvo-e2e-$$
@@ -78,6 +93,7 @@ KC=$OUT/kubeconfig
 read -r -a EXTRA <<<"${KIND_E2E_ARGS:-}"
 
 SIM_PID=
+REG_PID=
 # The simulated operators of one payload, in the background (the sample payloads' images never
 # run, so their ClusterOperators report through `minicvo simulate`).
 start_simulator() {
@@ -95,6 +111,7 @@ stop_simulator() {
 cleanup() {
   local rc=$?
   stop_simulator
+  if [[ -n ${REG_PID:-} ]]; then kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; fi
   if [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
     say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
   else
@@ -115,6 +132,42 @@ OP_IMAGE=${KIND_E2E_OPERATOR_IMAGE:-minicvo:dev}
 if [[ $SCENARIO != upgrade && -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
   say "building image $OP_IMAGE from deploy/Dockerfile"
   docker build -f deploy/Dockerfile -t "$OP_IMAGE" . >&2
+fi
+
+# The real-pod images, before a cluster exists: the stand-in operator and pause programs of
+# hack/tools/standin, each alone in an image built as the plane with a node builds it (a tar
+# layer on an empty base, `crane append`, `crane mutate --entrypoint`), through a throwaway
+# crane registry, saved as a tarball tagged minicvo.local/NAME:1 for `kind load image-archive`.
+STANDIN_IMAGE=minicvo.local/standin-operator:1
+PAUSE_IMAGE=minicvo.local/pause:1
+build_standin_images() {
+  local img=$OUT/images port prog pkg ref
+  rm -rf "$img"
+  mkdir -p "$img/registry"
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$CRANE" registry serve --address "127.0.0.1:$port" --disk "$img/registry" >"$img/registry.log" 2>&1 &
+  REG_PID=$!
+  for _ in $(seq 50); do
+    curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  for prog in pause standin-operator; do
+    pkg=./${prog#standin-}
+    say "building image minicvo.local/$prog:1 (hack/tools/standin/$pkg)"
+    mkdir -p "$img/$prog"
+    (cd hack/tools/standin && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$img/$prog/$prog" "$pkg") >&2 || return 1
+    tar -C "$img/$prog" --owner=0 --group=0 --numeric-owner -cf "$img/$prog.layer.tar" "$prog"
+    ref=127.0.0.1:$port/minicvo/$prog:1
+    "$CRANE" append --insecure -f "$img/$prog.layer.tar" -t "$ref" >/dev/null 2>>"$img/crane.log" || return 1
+    "$CRANE" mutate --insecure --entrypoint "/$prog" --set-platform linux/amd64 "$ref" \
+      -t "minicvo.local/$prog:1" -o "$img/$prog.tar" >/dev/null 2>>"$img/crane.log" || return 1
+  done
+  kill "$REG_PID" 2>/dev/null || true
+  wait "$REG_PID" 2>/dev/null || true
+  REG_PID=
+}
+if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
+  build_standin_images || { say "building the stand-in images failed"; exit 1; }
 fi
 
 say "creating kind cluster $NAME"
@@ -322,12 +375,32 @@ run_operator() {
   say "operator: $old deleted, $holder leads ${took}s later (released on SIGTERM; expiry would take 60-120 s)"
 }
 
+# ---- the real-pod scenarios -----------------------------------------------------------------
+
+# The same script as minicvo's CI runs on the plane with a node (tests/it/node_mco_story.rs,
+# tests/it/node_standin.rs). kind has a service proxy, so the stand-in pods reach the API
+# server through the kubernetes Service (REAL_PODS_API unset, no hostNetwork), and serves no
+# OpenShift CRDs, so the payloads keep their own (REAL_PODS_CRDS=payload). The images are
+# loaded into the node, never pulled (imagePullPolicy IfNotPresent, a non-latest tag).
+run_real_pods() {
+  local prog
+  for prog in pause standin-operator; do
+    say "real-pods: loading minicvo.local/$prog:1 into $NAME"
+    kind load image-archive "$OUT/images/$prog.tar" --name "$NAME" >&2 || return 1
+  done
+  KUBECONFIG=$KC MINICVO=$BIN STANDIN_IMAGE=$STANDIN_IMAGE PAUSE_IMAGE=$PAUSE_IMAGE \
+    REAL_PODS_CRDS=payload REAL_PODS_PULL_POLICY=IfNotPresent REAL_PODS_OUT=$OUT/real-pods \
+    bash hack/scenarios/real-pods.sh
+}
+
 case $SCENARIO in
   upgrade) run_upgrade_scenarios ;;
+  real-pods) run_real_pods || failures=$((failures + 1)) ;;
   operator) run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; } ;;
   all)
     run_upgrade_scenarios
     run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
+    run_real_pods || failures=$((failures + 1))
     ;;
 esac
 

@@ -9,7 +9,7 @@
 //! Pods reach the API server as the stand-in does on any cluster, through
 //! `KUBERNETES_SERVICE_HOST`/`PORT` and the pod's ServiceAccount token; the plane has no
 //! service proxy, so stand-in pods run on the host network and get the API server's address
-//! in those two variables ([`standin_env`]).
+//! in those two variables (`REAL_PODS_API` of [`real_pods_scenarios`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,21 +68,6 @@ pub fn api_port() -> u16 {
         .find_map(|l| l.trim().strip_prefix("server: https://127.0.0.1:"))
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("no server https://127.0.0.1:PORT in {}", path.display()))
-}
-
-/// The container environment (YAML list items, indented for a container at 8 spaces) of a
-/// stand-in operator reporting ClusterOperator `operator` at `version`, with a lease of
-/// `lease_seconds`.
-pub fn standin_env(operator: &str, version: &str, lease_seconds: u32) -> String {
-    format!(
-        "        - name: STANDIN_CLUSTEROPERATOR\n          value: \"{operator}\"\n\
-         \x20       - name: RELEASE_VERSION\n          value: \"{version}\"\n\
-         \x20       - name: STANDIN_LEASE_DURATION\n          value: \"{lease_seconds}\"\n\
-         \x20       - name: KUBERNETES_SERVICE_HOST\n          value: \"127.0.0.1\"\n\
-         \x20       - name: KUBERNETES_SERVICE_PORT\n          value: \"{}\"\n\
-         \x20       - name: POD_NAME\n          valueFrom:\n            fieldRef:\n              fieldPath: metadata.name\n",
-        api_port()
-    )
 }
 
 /// `minicvo apply --no-progress -o json [EXTRA] --kubeconfig NODE_PLANE PAYLOAD`.
@@ -280,4 +265,61 @@ pub async fn pod_summary(client: &Client, ns: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The shared real-pod scenarios (`hack/scenarios/real-pods.sh`, which `hack/kind-e2e.sh
+/// real-pods` runs on kind) against the node plane: the plane has no service proxy, so
+/// `REAL_PODS_API` is its API server on 127.0.0.1 (the stand-in pods run on the host network),
+/// and it serves the real CRDs (`REAL_PODS_CRDS=cluster`; the caller installs them). Results go
+/// to `out`. Returns the script's exit code and its stderr (its verdict lines); killed after
+/// `limit`.
+pub async fn real_pods_scenarios(scenarios: &[&str], out: &Path, limit: Duration) -> (i32, String) {
+    let script = super::cli::root().join("hack/scenarios/real-pods.sh");
+    let mut c = std::process::Command::new("bash");
+    c.arg(&script)
+        .args(scenarios)
+        .current_dir(super::cli::root())
+        .env("KUBECONFIG", kubeconfig())
+        .env("MINICVO", env!("CARGO_BIN_EXE_minicvo"))
+        .env("STANDIN_IMAGE", standin_image())
+        .env("PAUSE_IMAGE", pause_image())
+        .env("REAL_PODS_API", format!("127.0.0.1:{}", api_port()))
+        .env("REAL_PODS_CRDS", "cluster")
+        .env("REAL_PODS_OUT", out)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG");
+    if let Ok(bin) = std::env::var("TESTPLANE_BIN") {
+        c.env("KUBECTL", Path::new(&bin).join("kubectl"));
+    }
+    let err = out.join("script.stderr");
+    std::fs::create_dir_all(out).unwrap();
+    tokio::task::spawn_blocking(move || {
+        let mut child = c
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("hack/scenarios/real-pods.sh runs");
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{} did not finish within {limit:?}: {}",
+                    script.display(),
+                    std::fs::read_to_string(&err).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        (
+            status.code().unwrap_or(-1),
+            std::fs::read_to_string(&err).unwrap_or_default(),
+        )
+    })
+    .await
+    .expect("scenario task")
 }
