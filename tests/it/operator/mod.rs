@@ -69,6 +69,16 @@ async fn passes(op: &Operator, mode: &str) -> f64 {
         .sum()
 }
 
+/// Waits (at most 30 s) until the operator has ended `n` more passes in `mode`.
+async fn more_passes(op: &Operator, mode: &str, n: f64) {
+    let target = passes(op, mode).await + n;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while passes(op, mode).await < target {
+        assert!(Instant::now() < deadline, "no {mode} passes\n{}", op.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_release_is_refused() {
     let _lock = support::fixed_names_lock().await;
@@ -239,16 +249,7 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
         "{message}"
     );
     // Two more reconcile passes of 4.14.0 run meanwhile, and write nothing.
-    let reconciled = passes(&op, "reconciling").await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while passes(&op, "reconciling").await < reconciled + 2.0 {
-        assert!(
-            Instant::now() < deadline,
-            "no reconcile passes\n{}",
-            op.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    more_passes(&op, "reconciling", 2.0).await;
     assert_eq!(
         written(&client).await,
         rvs,

@@ -7,13 +7,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use tokio::time::Instant;
 
 use super::support_op::{
     Operator, condition, fresh_cluster, history_is, patch_cv, payloads, simulator,
     simulator_delayed, wait_cv,
 };
-use super::{INSTALL_LIMIT, desired_update, passes};
+use super::{INSTALL_LIMIT, desired_update, more_passes};
 use crate::support;
 
 const NS: &str = "openshift-machine-config-operator";
@@ -87,16 +86,7 @@ async fn new_overrides_during_an_update_supersede_the_pass_and_are_honoured() {
     );
 
     // A reconciling pass later, the edit is still there.
-    let before = passes(&op, "reconciling").await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while passes(&op, "reconciling").await <= before {
-        assert!(
-            Instant::now() < deadline,
-            "no reconciling pass\n{}",
-            op.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    more_passes(&op, "reconciling", 1.0).await;
     assert_eq!(
         dashboard(&cms).await,
         edited,

@@ -281,10 +281,19 @@ pub fn api_error_code<T>(result: &Result<T, kube::Error>) -> Option<u16> {
 /// # Panics
 /// If the lock file cannot be opened or locked.
 pub async fn fixed_names_lock() -> std::fs::File {
-    use std::hash::{Hash, Hasher};
+    file_lock("minicvo-fixed-names", std::env::var_os(KUBECONFIG_ENV)).await
+}
+
+/// An exclusive lock on the temp dir's file `PREFIX-HASH.lock`, HASH of `key` (a plane's
+/// kubeconfig): held until the returned file is dropped.
+///
+/// # Panics
+/// If the lock file cannot be opened or locked.
+pub async fn file_lock(prefix: &str, key: impl std::hash::Hash) -> std::fs::File {
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::env::var_os(KUBECONFIG_ENV).hash(&mut h);
-    let path = std::env::temp_dir().join(format!("minicvo-fixed-names-{:016x}.lock", h.finish()));
+    key.hash(&mut h);
+    let path = std::env::temp_dir().join(format!("{prefix}-{:016x}.lock", h.finish()));
     tokio::task::spawn_blocking(move || {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -84,33 +84,15 @@ pub fn apply_command(payload: &Path, extra: &[&str]) -> std::process::Command {
 /// Runs [`apply_command`] to completion within `limit` (killed after it); returns its exit
 /// code, stdout and stderr.
 pub async fn apply(payload: &Path, extra: &[&str], limit: Duration) -> (i32, String, String) {
-    use std::io::Read;
     let mut c = apply_command(payload, extra);
     let shown = payload.display().to_string();
     tokio::task::spawn_blocking(move || {
         let dir = tempfile::tempdir().unwrap();
         let (out, err) = (dir.path().join("out"), dir.path().join("err"));
-        let mut child = c
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("minicvo apply runs");
-        let deadline = std::time::Instant::now() + limit;
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if std::time::Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                let mut e = String::new();
-                let _ = std::fs::File::open(&err).unwrap().read_to_string(&mut e);
-                panic!("minicvo apply {shown} did not finish within {limit:?}: {e}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        c.stdout(std::fs::File::create(&out).unwrap());
+        let code = run_within(c, &format!("minicvo apply {shown}"), &err, limit);
         (
-            status.code().unwrap_or(-1),
+            code,
             std::fs::read_to_string(&out).unwrap_or_default(),
             std::fs::read_to_string(&err).unwrap_or_default(),
         )
@@ -123,23 +105,7 @@ pub async fn apply(payload: &Path, extra: &[&str], limit: Duration) -> (i32, Str
 /// ClusterOperator and cluster-scoped RBAC): an exclusive lock on a file named after the node
 /// plane's kubeconfig.
 pub async fn fixed_names_lock() -> std::fs::File {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    kubeconfig().hash(&mut h);
-    let path = std::env::temp_dir().join(format!("minicvo-node-names-{:016x}.lock", h.finish()));
-    tokio::task::spawn_blocking(move || {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("cannot open lock file {}: {e}", path.display()));
-        file.lock()
-            .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
-        file
-    })
-    .await
-    .expect("lock task")
+    super::file_lock("minicvo-node-names", kubeconfig()).await
 }
 
 /// A namespace on the node plane, deleted (with its pods) when dropped.
@@ -294,32 +260,34 @@ pub async fn real_pods_scenarios(scenarios: &[&str], out: &Path, limit: Duration
     let err = out.join("script.stderr");
     std::fs::create_dir_all(out).unwrap();
     tokio::task::spawn_blocking(move || {
-        let mut child = c
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("hack/scenarios/real-pods.sh runs");
-        let deadline = std::time::Instant::now() + limit;
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if std::time::Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "{} did not finish within {limit:?}: {}",
-                    script.display(),
-                    std::fs::read_to_string(&err).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        (
-            status.code().unwrap_or(-1),
-            std::fs::read_to_string(&err).unwrap_or_default(),
-        )
+        c.stdout(std::process::Stdio::null());
+        let code = run_within(c, &script.display().to_string(), &err, limit);
+        (code, std::fs::read_to_string(&err).unwrap_or_default())
     })
     .await
     .expect("scenario task")
+}
+
+/// Runs `c` (stderr to the file `err`) to completion within `limit`: its exit code; killed and
+/// a panic naming `what` and its stderr after the limit. Blocking.
+fn run_within(mut c: std::process::Command, what: &str, err: &Path, limit: Duration) -> i32 {
+    let mut child = c
+        .stderr(std::fs::File::create(err).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} did not finish within {limit:?}: {}",
+                std::fs::read_to_string(err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
