@@ -97,7 +97,8 @@ node_tools() {
   )
   "$tmp/kubelet" --version >&2
   "$tmp/containerd" --version >&2
-  "$tmp/runc" --version | head -n 1 >&2
+  # Not `| head -n 1`: under pipefail, runc dying of SIGPIPE would fail the build (exit 141).
+  "$tmp/runc" --version | sed -n 1p >&2
   echo "build-testplane: node tools built in $((SECONDS - start))s" >&2
   rm -rf "$nbin"
   mv "$tmp" "$nbin"
