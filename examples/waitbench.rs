@@ -116,6 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         release_image: String::new(),
         release_version: None,
         substitute_placeholder: true,
+        ..LoadOptions::default()
     };
     let payload = minicvo::load(dir.path(), &options)?;
     let plan = Arc::new(minicvo::plan::from_payload(

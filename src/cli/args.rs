@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use minicvo::filter::{self, Filters, KNOWN_FEATURE_SETS};
-use minicvo::{LoadOptions, Mode};
+use minicvo::{LoadOptions, Mode, ObjectDetail};
 
 use super::UsageError;
 
@@ -183,6 +183,7 @@ impl PayloadArgs {
             release_image: self.release_image.clone(),
             release_version: self.release_version.clone(),
             substitute_placeholder: substitute,
+            detail: ObjectDetail::Whole,
         })
     }
 
@@ -192,24 +193,27 @@ impl PayloadArgs {
     /// # Errors
     /// The load error, or a usage error from the filters.
     pub fn load(&self, substitute: bool) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
-        let (payload, options, _) = self.load_image(substitute)?;
+        let (payload, options, _) = self.load_image(substitute, ObjectDetail::Whole)?;
         Ok((payload, options))
     }
 
-    /// [`PayloadArgs::load`], also returning the image the payload came from (when it is an
-    /// image). For an image, `{{.ReleaseImage}}` defaults to its pull spec by digest.
+    /// [`PayloadArgs::load`], keeping of each object what `detail` says, and also returning
+    /// the image the payload came from (when it is an image). For an image,
+    /// `{{.ReleaseImage}}` defaults to its pull spec by digest.
     ///
     /// # Errors
     /// Image, load and usage errors.
     pub fn load_image(
         &self,
         substitute: bool,
+        detail: ObjectDetail,
     ) -> anyhow::Result<(
         minicvo::Payload,
         LoadOptions,
         Option<minicvo::image::ImageInfo>,
     )> {
         let mut options = self.load_options(substitute)?;
+        options.detail = detail;
         let fetched = self.image.fetch(&self.payload)?;
         let info = (fetched.dir != self.payload).then(|| fetched.info.clone());
         if let Some(i) = &info

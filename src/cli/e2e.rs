@@ -200,6 +200,7 @@ fn upgrade(a: &UpgradeArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             release_image: a.release_image.clone(),
             release_version: None,
             substitute_placeholder: true,
+            ..LoadOptions::default()
         },
         stub_missing_crds: a.stub_missing_crds,
         create_missing_namespaces: a.create_missing_namespaces,

@@ -13,7 +13,7 @@ use minicvo::analysis::lint::{Context, Previous, lint as run_lint, schema, sort}
 use minicvo::analysis::profiles_seen;
 use minicvo::payload::{LoadOptions, load_unfiltered};
 use minicvo::schema::BuiltIn;
-use minicvo::{Mode, plan};
+use minicvo::{Mode, ObjectDetail, plan};
 
 use super::EXIT_FAILURE;
 use super::args::PayloadArgs;
@@ -96,7 +96,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (payload, options, image) = args.load_image(false)?;
+        let (payload, options, image) = args.load_image(false, ObjectDetail::Whole)?;
         if let Some(i) = image {
             payload_name = i.pinned;
         }
@@ -105,7 +105,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             Some(path) => {
                 let mut old_args = args.clone();
                 old_args.payload.clone_from(path);
-                let (old, _, old_image) = old_args.load_image(false)?;
+                let (old, _, old_image) = old_args.load_image(false, ObjectDetail::Whole)?;
                 if let Some(i) = old_image {
                     previous_name = Some(i.pinned);
                 }

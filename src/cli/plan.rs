@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use minicvo::{Mode, output, plan};
+use minicvo::{Mode, ObjectDetail, output, plan};
 
 use super::args::{PayloadArgs, parse_mode};
 
@@ -73,12 +73,13 @@ pub(super) fn print(text: &str) -> anyhow::Result<()> {
 /// # Errors
 /// Load errors.
 pub fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
-    let (payload, options, image) = a.payload.load_image(false)?;
+    // Planning reads only the objects' headers (see `ObjectDetail::Headers`).
+    let (payload, options, image) = a.payload.load_image(false, ObjectDetail::Headers)?;
     let mut filters = options.filters;
     if let Some(previous) = &a.previous {
         let mut prev_args = a.payload.clone();
         prev_args.payload.clone_from(previous);
-        let (old, _) = prev_args.load(false)?;
+        let (old, _, _) = prev_args.load_image(false, ObjectDetail::Headers)?;
         let implicit;
         (filters, implicit) =
             minicvo::cvo::capabilities::with_implicit(&filters, &payload.manifests, &old.manifests);

@@ -57,7 +57,7 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
             release_image: String::new(),
             release_version: None,
         }
-        .load_image(true)
+        .load_image(true, minicvo::ObjectDetail::Whole)
     };
     let (old, options, old_image) = load(&a.old)?;
     let (new, _, new_image) = load(&a.new)?;

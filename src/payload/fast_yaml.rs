@@ -4,22 +4,31 @@
 //! It exists for speed only. serde-saphyr stays the reference: [`parse_stream`] either returns
 //! exactly the documents serde-saphyr would return (same values, same start lines), or `None`,
 //! and the caller then parses the file with serde-saphyr. It returns `None` for anything outside
-//! the subset it knows for sure (anchors, aliases, tags, folded scalars, multi-line flow
-//! collections, directives, tabs, CR line ends, complex keys) and for anything that might be an
+//! the subset it knows for sure (anchors, aliases, tags, multi-line flow collections,
+//! directives, tabs, CR line ends, complex keys) and for anything that might be an
 //! error, so every error message still comes from serde-saphyr. Scalars resolve as serde-saphyr
 //! resolves them into `serde_json::Value` with `legacy_octal_numbers` (kubectl's YAML 1.1:
 //! `0644` is 420, `on` and `y` are booleans). `parse_tests` checks both parsers agree on the
 //! corpus and on mutated inputs.
 //!
-//! The block structure is parsed here; `scalar.rs` holds plain and quoted scalars and their
-//! resolution to values, `flow.rs` one-line flow collections.
+//! It can also keep only the headers of each document ([`Keep::Headers`]) and parse the rest
+//! without building it, giving up exactly where a whole parse would.
+//!
+//! The block structure is parsed here; `block.rs` holds block scalars, `scalar.rs` plain and
+//! quoted scalars and their resolution to values, `flow.rs` one-line flow collections, and
+//! `keys.rs` the duplicate check of mappings that are not built.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use self::flow::Flow;
 use self::scalar::{Quoted, plain_line, quoted_in_line, resolve_plain};
 
+mod block;
 mod flow;
+mod keys;
 mod scalar;
 
 /// Nesting depth past which the fast path gives up (serde-saphyr's own limit is higher).
@@ -53,9 +62,33 @@ pub(crate) struct Document {
     pub source_len: usize,
 }
 
+/// What the fast path keeps of each document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The whole document.
+    Whole,
+    /// Only the root's `apiVersion`, `kind` and `metadata` (see [`HEADER_KEYS`]), for
+    /// documents of at most `whole_above` bytes of source; larger ones are kept whole. The
+    /// rest is parsed and checked all the same, without building its value, so a stream
+    /// gives up exactly where a whole parse gives up.
+    Headers {
+        /// Source bytes past which a document is kept whole.
+        whole_above: usize,
+    },
+}
+
+/// The root keys a headers-only parse keeps.
+pub(crate) const HEADER_KEYS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
 /// Parses a multi-document YAML stream, skipping empty documents. `None` means "not sure":
 /// parse it with serde-saphyr instead.
+#[cfg(test)]
 pub(crate) fn parse_stream(text: &str) -> Option<Vec<Document>> {
+    parse_stream_as(text, Keep::Whole)
+}
+
+/// [`parse_stream`], keeping of each document what `keep` says.
+pub(crate) fn parse_stream_as(text: &str, keep: Keep) -> Option<Vec<Document>> {
     if text.len() > MAX_BYTES || !simple_chars(text) {
         return give_up();
     }
@@ -67,6 +100,10 @@ pub(crate) fn parse_stream(text: &str) -> Option<Vec<Document>> {
         lines,
         end: 0,
         depth: 0,
+        mode: keep,
+        keep: true,
+        headers: false,
+        seen: Vec::new(),
     };
     let n = p.lines.len();
     let mut docs = Vec::new();
@@ -157,12 +194,23 @@ struct Parser<'a> {
     /// One past the last line of the current document.
     end: usize,
     depth: usize,
+    /// What to keep of the documents.
+    mode: Keep,
+    /// Whether the node being parsed is kept. A node that is not is parsed and checked as
+    /// usual, but its collections stay empty and its strings are not copied.
+    keep: bool,
+    /// Whether the current document keeps only its headers.
+    headers: bool,
+    /// The keys of the mappings being parsed whose duplicates the map itself cannot find
+    /// (they are not built, or not all their keys are kept); each mapping's run of keys
+    /// starts where the stack was when it started.
+    seen: Vec<Cow<'a, str>>,
 }
 
 /// What is at a block node position.
-enum KeyScan {
+enum KeyScan<'a> {
     /// A mapping key, and the byte offset in the line just after its `:`.
-    Key(String, usize),
+    Key(Cow<'a, str>, usize),
     /// Not a mapping key: a scalar or a collection.
     NotKey,
 }
@@ -174,6 +222,14 @@ impl<'a> Parser<'a> {
         let Some(first) = self.next_content(start) else {
             return Some(None);
         };
+        // Lines are slices of one text: their distance in memory is their distance in it.
+        let last = self.lines[end - 1];
+        let source_len =
+            last.as_ptr() as usize + last.len() + 1 - self.lines[first].as_ptr() as usize;
+        self.headers = match self.mode {
+            Keep::Whole => false,
+            Keep::Headers { whole_above } => source_len <= whole_above,
+        };
         let col = indent(self.lines[first]);
         // Only a block mapping root: anything else is rare and left to serde-saphyr.
         let KeyScan::Key(..) = self.key_at(first, col)? else {
@@ -183,10 +239,6 @@ impl<'a> Parser<'a> {
         if self.next_content(next).is_some() {
             return give_up();
         }
-        // Lines are slices of one text: their distance in memory is their distance in it.
-        let last = self.lines[end - 1];
-        let source_len =
-            last.as_ptr() as usize + last.len() + 1 - self.lines[first].as_ptr() as usize;
         Some(Some(Document {
             line: first + 1,
             value,
@@ -208,7 +260,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Whether the block node at `(li, col)` starts with a mapping key, and that key.
-    fn key_at(&self, li: usize, col: usize) -> Option<KeyScan> {
+    fn key_at(&self, li: usize, col: usize) -> Option<KeyScan<'a>> {
         let line = self.lines[li];
         let s = &line[col..];
         let b = s.as_bytes();
@@ -224,7 +276,7 @@ impl<'a> Parser<'a> {
                     if close > MAX_KEY_CHARS {
                         return give_up();
                     }
-                    return Some(KeyScan::Key(key, col + close + 1));
+                    return Some(KeyScan::Key(Cow::Owned(key), col + close + 1));
                 }
                 if trim_spaces_start(after).starts_with(':') {
                     return give_up();
@@ -248,7 +300,7 @@ impl<'a> Parser<'a> {
                             {
                                 return give_up();
                             }
-                            return Some(KeyScan::Key(key.to_string(), col + i + 1));
+                            return Some(KeyScan::Key(Cow::Borrowed(key), col + i + 1));
                         }
                         _ => {}
                     }
@@ -275,24 +327,46 @@ impl<'a> Parser<'a> {
         out
     }
 
-    /// A block mapping whose first key is at `(li, m)`; its keys are at column `m`.
+    /// A block mapping whose first key is at `(li, m)`; its keys are at column `m`. The root
+    /// of a headers-only document keeps only [`HEADER_KEYS`].
     fn mapping(&mut self, mut li: usize, m: usize) -> Option<(Value, usize)> {
+        let keep = self.keep;
+        let filter = self.headers && self.depth == 0;
+        let mark = self.seen.len();
+        let mut many: Option<HashSet<Cow<'a, str>>> = None;
         let mut map = Map::new();
         loop {
             let KeyScan::Key(key, after) = self.key_at(li, m)? else {
                 return give_up();
             };
-            // One hash per key: look the key up once, then fill the slot.
-            let serde_json::map::Entry::Vacant(slot) = map.entry(key) else {
-                return give_up();
+            let next = if keep && !filter {
+                // One hash per key: look the key up once, then fill the slot.
+                let serde_json::map::Entry::Vacant(slot) = map.entry(key) else {
+                    return give_up();
+                };
+                let (value, next) = self.value(li, after, m)?;
+                slot.insert(value);
+                next
+            } else {
+                if !self.first_time(mark, &mut many, key.clone()) {
+                    return give_up();
+                }
+                let kept = keep && HEADER_KEYS.contains(&&*key);
+                self.keep = kept;
+                let (value, next) = self.value(li, after, m)?;
+                self.keep = keep;
+                if kept {
+                    map.insert(key.into_owned(), value);
+                }
+                next
             };
-            let (value, next) = self.value(li, after, m)?;
-            slot.insert(value);
             let Some(nl) = self.next_content(next) else {
+                self.seen.truncate(mark);
                 return Some((Value::Object(map), self.end));
             };
             let ind = indent(self.lines[nl]);
             if ind < m {
+                self.seen.truncate(mark);
                 return Some((Value::Object(map), nl));
             }
             if ind > m {
@@ -352,7 +426,9 @@ impl<'a> Parser<'a> {
                 let col = line.len() - trim_spaces_start(rest).len();
                 self.node(li, col, s)?
             };
-            items.push(item);
+            if self.keep {
+                items.push(item);
+            }
             let Some(nl) = self.next_content(next) else {
                 return Some((Value::Array(items), self.end));
             };
@@ -399,7 +475,7 @@ impl<'a> Parser<'a> {
         let (first, commented) = plain_line(&self.lines[li][col..])?;
         if commented {
             // A comment ends the scalar; a continuation line would be an error.
-            return Some((resolve_plain(first)?, li + 1));
+            return Some((resolve_plain(first, self.keep)?, li + 1));
         }
         let mut folded: Option<String> = None;
         let mut breaks = 0usize;
@@ -422,6 +498,14 @@ impl<'a> Parser<'a> {
             if commented {
                 return give_up();
             }
+            if !self.keep {
+                // Not kept: nothing to fold. Folded text always resolves to a string (it
+                // holds a space or a line break, which no number, boolean or null has).
+                folded = Some(String::new());
+                next = i + 1;
+                breaks = 0;
+                continue;
+            }
             let buf = folded.get_or_insert_with(|| first.to_string());
             if breaks == 0 {
                 buf.push(' ');
@@ -434,8 +518,9 @@ impl<'a> Parser<'a> {
             next = i + 1;
         }
         match folded {
-            None => Some((resolve_plain(first)?, li + 1)),
-            Some(buf) => Some((resolve_plain(&buf)?, next)),
+            None => Some((resolve_plain(first, self.keep)?, li + 1)),
+            Some(_) if !self.keep => Some((Value::Null, next)),
+            Some(buf) => Some((resolve_plain(&buf, true)?, next)),
         }
     }
 
@@ -491,100 +576,6 @@ impl<'a> Parser<'a> {
             }
         }
     }
-
-    /// A literal (`|`) or folded (`>`) block scalar whose header is at `(li, col)`, with
-    /// chomping (`-`, `+`) but no indentation indicator.
-    fn block_scalar(
-        &mut self,
-        li: usize,
-        col: usize,
-        parent: usize,
-        folded: bool,
-    ) -> Option<(Value, usize)> {
-        let header = &self.lines[li][col + 1..];
-        let (chomp, rest) = match header.as_bytes().first() {
-            Some(b'-') => (Chomp::Strip, &header[1..]),
-            Some(b'+') => (Chomp::Keep, &header[1..]),
-            _ => (Chomp::Clip, header),
-        };
-        if !only_comment(rest) {
-            return give_up();
-        }
-        let mut i = li + 1;
-        let mut leading = 0usize;
-        while i < self.end && trim_spaces_start(self.lines[i]).is_empty() {
-            if self.lines[i].len() > parent {
-                return give_up();
-            }
-            leading += 1;
-            i += 1;
-        }
-        if i == self.end || indent(self.lines[i]) <= parent {
-            // An empty scalar.
-            if leading > 0 || chomp == Chomp::Keep {
-                return give_up();
-            }
-            return Some((Value::String(String::new()), i));
-        }
-        let n = indent(self.lines[i]);
-        let mut buf = "\n".repeat(leading);
-        let mut empties = 0usize;
-        let mut first = true;
-        // Whether the previous line of a folded scalar was more indented (kept as is).
-        let mut prev_spaced = false;
-        while i < self.end {
-            let l = self.lines[i];
-            if trim_spaces_start(l).is_empty() {
-                if l.len() > n {
-                    return give_up();
-                }
-                empties += 1;
-                i += 1;
-                continue;
-            }
-            if indent(l) < n {
-                break;
-            }
-            let text = &l[n..];
-            let spaced = text.starts_with(' ');
-            if !first {
-                if folded && !spaced && !prev_spaced {
-                    // Folding: one line break is a space; with empty lines, it is dropped.
-                    if empties == 0 {
-                        buf.push(' ');
-                    }
-                } else {
-                    buf.push('\n');
-                }
-            }
-            for _ in 0..empties {
-                buf.push('\n');
-            }
-            empties = 0;
-            first = false;
-            prev_spaced = spaced;
-            buf.push_str(text);
-            i += 1;
-        }
-        match chomp {
-            Chomp::Strip => {}
-            Chomp::Clip => buf.push('\n'),
-            Chomp::Keep => {
-                for _ in 0..=empties {
-                    buf.push('\n');
-                }
-            }
-        }
-        Some((Value::String(buf), i))
-    }
-}
-
-/// Block scalar chomping: `|-`, `|`, `|+`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Chomp {
-    Strip,
-    Clip,
-    Keep,
 }
 
 #[cfg(test)]

@@ -46,6 +46,21 @@ pub struct LoadOptions {
     /// Replace the placeholder with the `release-metadata` version when `release_version` is
     /// not set (what `apply`, `render` and the e2e harness do by default).
     pub substitute_placeholder: bool,
+    /// How much of each object to keep.
+    pub detail: ObjectDetail,
+}
+
+/// How much of each object a load keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ObjectDetail {
+    /// The whole object: what apply, render, lint and diff need.
+    #[default]
+    Whole,
+    /// Only `apiVersion`, `kind` and `metadata`: all that planning reads. Every document is
+    /// parsed and checked exactly as in a whole load, so the same payloads load, with the same
+    /// manifests, and the same ones fail, with the same errors; the rest of each object is
+    /// just not kept (most of it is not even built). `plan` loads this way.
+    Headers,
 }
 
 /// A manifest the filters left out, and why.
@@ -74,6 +89,8 @@ pub struct Payload {
     pub warnings: Vec<String>,
     /// `--release-version`, which is the version when `release-metadata` is missing.
     pub release_version: Option<String>,
+    /// How much of each object the manifests hold.
+    pub detail: ObjectDetail,
 }
 
 impl Payload {
@@ -284,7 +301,8 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         {
             text = text.replace(VERSION_PLACEHOLDER, v);
         }
-        parse::parse_file(f.source, &f.name, &shown, &text).map(FileOutcome::Manifests)
+        parse::parse_file(f.source, &f.name, &shown, &text, options.detail)
+            .map(FileOutcome::Manifests)
     };
     let outcomes: Vec<Result<FileOutcome, LoadError>> =
         on_parse_threads(|| files.par_iter().map(read_one).collect());
@@ -322,6 +340,7 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         excluded,
         warnings,
         release_version: options.release_version.clone(),
+        detail: options.detail,
     })
 }
 

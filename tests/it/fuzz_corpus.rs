@@ -56,6 +56,7 @@ fn parse_manifest(data: &[u8]) {
             excluded: Vec::new(),
             warnings: Vec::new(),
             release_version: None,
+            detail: minicvo::ObjectDetail::Whole,
         };
         let plan = plan::from_payload(payload, &filters, mode, attempt);
         let _ = output::text::plan(&plan);

@@ -24,11 +24,19 @@ fn payload(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// The load error, which a headers-only load (what `plan` uses) must give as well.
 fn error(files: &[(&str, &str)]) -> String {
     let dir = payload(files);
-    load(dir.path(), &LoadOptions::default())
+    let whole = load(dir.path(), &LoadOptions::default())
         .unwrap_err()
-        .to_string()
+        .to_string();
+    let headers = LoadOptions {
+        detail: minicvo::ObjectDetail::Headers,
+        ..LoadOptions::default()
+    };
+    let cut = load(dir.path(), &headers).unwrap_err().to_string();
+    assert_eq!(whole, cut, "a headers-only load fails differently");
+    whole
 }
 
 const META: &str = r#"{"kind":"cincinnati-metadata-v0","version":"4.14.0"}"#;

@@ -44,6 +44,7 @@ mod e2e_upgrade;
 mod fuzz_corpus;
 mod lint_harm_shapes;
 mod load_errors;
+mod load_headers;
 mod merge_cluster;
 mod merge_cluster_kinds;
 mod node_mco_story;

@@ -34,7 +34,7 @@ impl Flow<'_> {
             b'"' | b'\'' => self.quoted(),
             _ => {
                 let text = self.plain()?;
-                resolve_plain(text)
+                resolve_plain(text, true)
             }
         };
         self.depth -= 1;

@@ -137,8 +137,10 @@ impl Quoted<'_> {
 /// Resolves a plain scalar as serde-saphyr does for an untyped value with
 /// `legacy_octal_numbers`: null, YAML 1.1 boolean, integer (signed, unsigned, `0x`, `0o`,
 /// `0b`, leading-zero octal, `_` separators), float, else string. `None` for a non-finite
-/// float, which serde-saphyr rejects.
-pub(super) fn resolve_plain(s: &str) -> Option<Value> {
+/// float, which serde-saphyr rejects. A string is only copied when `keep` is set (otherwise
+/// it is returned empty: the caller drops the value and needs only to know it resolves).
+pub(super) fn resolve_plain(s: &str, keep: bool) -> Option<Value> {
+    let string = || Value::String(if keep { s.to_string() } else { String::new() });
     let Some(&first) = s.as_bytes().first() else {
         return Some(Value::Null);
     };
@@ -148,7 +150,7 @@ pub(super) fn resolve_plain(s: &str) -> Option<Value> {
         }
         return Some(match yaml11_bool(s) {
             Some(b) => Value::Bool(b),
-            None => Value::String(s.to_string()),
+            None => string(),
         });
     }
     if s == "~" {
@@ -158,7 +160,7 @@ pub(super) fn resolve_plain(s: &str) -> Option<Value> {
     if matches!(unsigned.as_bytes(), [b'0', b'X' | b'O' | b'B', ..])
         || (unsigned.len() < s.len() && matches!(unsigned, ".nan" | ".NaN" | ".NAN"))
     {
-        return Some(Value::String(s.to_string()));
+        return Some(string());
     }
     if let Some(rest) = s.strip_prefix('-') {
         if let Some(v) = int_magnitude(rest).and_then(neg_i64) {
@@ -176,7 +178,7 @@ pub(super) fn resolve_plain(s: &str) -> Option<Value> {
     match s.parse::<f64>() {
         Ok(f) if f.is_finite() => Number::from_f64(f).map(Value::Number),
         Ok(_) if unsigned.as_bytes().first().is_some_and(u8::is_ascii_digit) => None,
-        _ => Some(Value::String(s.to_string())),
+        _ => Some(string()),
     }
 }
 
@@ -203,7 +205,9 @@ pub(super) fn yaml11_bool(s: &str) -> Option<bool> {
 /// The magnitude of an integer without its sign, YAML 1.1 style: `0x`, `0o`, `0b` prefixes,
 /// a leading `0` for octal, `_` between digits.
 pub(super) fn int_magnitude(rest: &str) -> Option<u128> {
-    let strip = |d: &'_ str| -> String { d.strip_prefix('_').unwrap_or(d).to_string() };
+    fn strip(d: &str) -> &str {
+        d.strip_prefix('_').unwrap_or(d)
+    }
     let (radix, digits) = if let Some(r) = rest.strip_prefix("0x") {
         (16, strip(r))
     } else if let Some(r) = rest.strip_prefix("0o") {
@@ -211,11 +215,11 @@ pub(super) fn int_magnitude(rest: &str) -> Option<u128> {
     } else if let Some(r) = rest.strip_prefix("0b") {
         (2, strip(r))
     } else if rest == "0" {
-        (8, "0".to_string())
+        (8, "0")
     } else if let Some(r) = rest.strip_prefix('0') {
         (8, strip(r))
     } else {
-        (10, rest.to_string())
+        (10, rest)
     };
     let bytes = digits.as_bytes();
     let mut value: u128 = 0;

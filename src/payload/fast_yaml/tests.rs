@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use std::cell::Cell;
 
-use super::parse_stream;
+use super::{Document, HEADER_KEYS, Keep, parse_stream, parse_stream_as};
 use crate::payload::parse::{FAST_PATH_JSON_EXPANSION, saphyr_documents};
 
 thread_local! {
@@ -16,9 +16,12 @@ thread_local! {
     pub(super) static GAVE_UP_AT: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Asserts the fast path agrees with serde-saphyr on `text`; returns whether it took it.
+/// Asserts the fast path agrees with serde-saphyr on `text`, and a headers-only parse with a
+/// whole one; returns whether it took it.
 fn agrees(text: &str) -> bool {
-    let Some(fast) = parse_stream(text) else {
+    let whole = parse_stream(text);
+    headers_agree(text, whole.as_deref());
+    let Some(fast) = whole else {
         return false;
     };
     for d in &fast {
@@ -47,6 +50,38 @@ fn agrees(text: &str) -> bool {
         Err(e) => panic!("the fast path accepted what serde-saphyr rejects ({e}): {text:?}"),
     }
     true
+}
+
+/// Asserts a headers-only parse of `text` gives up exactly where the whole parse did, and
+/// otherwise gives the same documents with only the header keys of their roots; documents
+/// past `whole_above` are whole.
+fn headers_agree(text: &str, whole: Option<&[Document]>) {
+    for whole_above in [usize::MAX, 64] {
+        let headers = parse_stream_as(text, Keep::Headers { whole_above });
+        let (Some(headers), Some(whole)) = (&headers, whole) else {
+            assert_eq!(
+                headers.is_some(),
+                whole.is_some(),
+                "headers-only and whole parses disagree on giving up: {text:?}"
+            );
+            continue;
+        };
+        assert_eq!(headers.len(), whole.len(), "input: {text:?}");
+        for (h, w) in headers.iter().zip(whole) {
+            let mut expected = w.value.clone();
+            if w.source_len <= whole_above
+                && let serde_json::Value::Object(map) = &mut expected
+            {
+                map.retain(|k, _| HEADER_KEYS.contains(&k.as_str()));
+            }
+            assert_eq!((h.line, h.source_len), (w.line, w.source_len), "{text:?}");
+            assert_eq!(
+                serde_json::to_string(&h.value).expect("serializes"),
+                serde_json::to_string(&expected).expect("serializes"),
+                "input: {text:?}"
+            );
+        }
+    }
 }
 
 /// Inputs the fast path must take (and get right).
@@ -102,6 +137,15 @@ const FAST: &[&str] = &[
 
 /// Inputs of all kinds: the fast path may give up, but must never disagree.
 const ANY: &[&str] = &[
+    // Duplicate keys where a headers-only parse builds no map: the root, a dropped subtree,
+    // and a mapping past the keys scanned one by one.
+    "apiVersion: v1\nkind: X\nspec:\n  a: 1\n  a: 2\n",
+    "apiVersion: v1\nkind: X\nkind: Y\n",
+    "kind: X\nspec:\n  x:\n    a: |\n      t\n    b: 1\n  x: 2\n",
+    "kind: X\nspec:\n  k0: 0\n  k1: 1\n  k2: 2\n  k3: 3\n  k4: 4\n  k5: 5\n  k6: 6\n  k7: 7\n  k8: 8\n  k9: 9\n  k10: 10\n  k11: 11\n  k12: 12\n  k13: 13\n  k14: 14\n  k15: 15\n  k16: 16\n  k17: 17\n  k18: 18\n  k19: 19\n  k20: 20\n  k21: 21\n  k22: 22\n  k23: 23\n  k24: 24\n  k25: 25\n  k26: 26\n  k27: 27\n  k28: 28\n  k29: 29\n  k30: 30\n  k31: 31\n  k32: 32\n  k33: 33\n  k34: 34\n  k35: 35\n  k36: 36\n  k37: 37\n  k38: 38\n  k39: 39\n  k7: 7\n",
+    "kind: X\nspec:\n  k0: 0\n  k1: 1\n  k2: 2\n  k3: 3\n  k4: 4\n  k5: 5\n  k6: 6\n  k7: 7\n  k8: 8\n  k9: 9\n  k10: 10\n  k11: 11\n  k12: 12\n  k13: 13\n  k14: 14\n  k15: 15\n  k16: 16\n  k17: 17\n  k18: 18\n  k19: 19\n  k20: 20\n  k21: 21\n  k22: 22\n  k23: 23\n  k24: 24\n  k25: 25\n  k26: 26\n  k27: 27\n  k28: 28\n  k29: 29\n  k30: 30\n  k31: 31\n  k32: 32\n  k33: 33\n  k34: 34\n  k35: 35\n  k36: 36\n  k37: 37\n  k38: 38\n  k39: 39\n",
+    "kind: X\nmetadata:\n  name: a\n  name: b\nspec: 1\n",
+    "kind: X\nspec:\n  - a: 1\n    a: 2\n",
     "a: >\n    spaced first\n  b\n",
     "a: >\n  x\n   \n  y\n",
     "a: >\n   x\n  y\n",

@@ -18,7 +18,8 @@ use serde_saphyr::Spanned;
 use self::check::check_document;
 use self::messages::{document_at_line, line_of_offset};
 pub(crate) use self::messages::{json_message, yaml_message};
-use super::LoadError;
+use super::fast_yaml::Keep;
+use super::{LoadError, ObjectDetail};
 use crate::manifest::{Manifest, ObjectId, Source};
 
 mod check;
@@ -77,7 +78,13 @@ pub(super) const FAST_PATH_JSON_EXPANSION: usize = 8;
 /// twice.
 pub fn parse_manifest_text(file_name: &str, text: &str) -> Result<Vec<Manifest>, LoadError> {
     let shown = format!("{}/{file_name}", Source::ReleaseManifests.dir_name());
-    parse_file(Source::ReleaseManifests, file_name, &shown, text)
+    parse_file(
+        Source::ReleaseManifests,
+        file_name,
+        &shown,
+        text,
+        ObjectDetail::Whole,
+    )
 }
 
 /// Parses the text of one file into manifests. `file` is the path shown in errors.
@@ -86,16 +93,20 @@ pub(crate) fn parse_file(
     file_name: &str,
     file: &str,
     text: &str,
+    detail: ObjectDetail,
 ) -> Result<Vec<Manifest>, LoadError> {
     let docs = if text.trim_start().starts_with('{') {
         parse_json_stream(file, text)?
     } else {
-        parse_yaml_stream(file, text)?
+        parse_yaml_stream(file, text, detail)?
     };
     let mut seen: HashMap<ObjectId, (usize, usize)> = HashMap::new();
     let mut out = Vec::with_capacity(docs.len());
     for (document, doc) in docs.into_iter().enumerate() {
-        let manifest = check_document(source, file_name, file, document, doc)?;
+        let mut manifest = check_document(source, file_name, file, document, doc)?;
+        if detail == ObjectDetail::Headers {
+            keep_headers(&mut manifest.object);
+        }
         if let Some(&(first_document, first_line)) = seen.get(&manifest.id) {
             return Err(LoadError::Duplicate {
                 file: file.to_string(),
@@ -110,6 +121,13 @@ pub(crate) fn parse_file(
         out.push(manifest);
     }
     Ok(out)
+}
+
+/// Drops every root key of an object but [`HEADER_KEYS`](super::fast_yaml::HEADER_KEYS).
+fn keep_headers(object: &mut Value) {
+    if let Value::Object(map) = object {
+        map.retain(|k, _| super::fast_yaml::HEADER_KEYS.contains(&k.as_str()));
+    }
 }
 
 fn parse_json_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
@@ -143,8 +161,20 @@ fn parse_json_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadErr
 
 /// Parses a YAML stream: the fast path for the common subset, serde-saphyr for the rest and
 /// for every error (see `fast_yaml`).
-fn parse_yaml_stream(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
-    if let Some(docs) = super::fast_yaml::parse_stream(text) {
+fn parse_yaml_stream(
+    file: &str,
+    text: &str,
+    detail: ObjectDetail,
+) -> Result<Vec<RawDocument>, LoadError> {
+    // A headers-only document must still be small enough to skip the size check, which needs
+    // the whole object.
+    let keep = match detail {
+        ObjectDetail::Whole => Keep::Whole,
+        ObjectDetail::Headers => Keep::Headers {
+            whole_above: MAX_OBJECT_BYTES / FAST_PATH_JSON_EXPANSION,
+        },
+    };
+    if let Some(docs) = super::fast_yaml::parse_stream_as(text, keep) {
         return Ok(docs
             .into_iter()
             .map(|d| RawDocument {

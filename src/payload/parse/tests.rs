@@ -6,6 +6,7 @@ fn parse(text: &str) -> Result<Vec<Manifest>, LoadError> {
         "f.yaml",
         "release-manifests/f.yaml",
         text,
+        ObjectDetail::Whole,
     )
 }
 

@@ -126,6 +126,7 @@ pub fn plan(dir: &Path, mode: Mode) -> Arc<Plan> {
         release_image: String::new(),
         release_version: None,
         substitute_placeholder: true,
+        ..LoadOptions::default()
     };
     let payload = minicvo::load(dir, &options).expect("payload loads");
     Arc::new(minicvo::plan::from_payload(
