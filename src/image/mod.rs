@@ -92,6 +92,15 @@ pub struct Fetched {
 /// mismatch, a refused tar entry, no `release-manifests/`, cache I/O.
 pub async fn fetch(source: &Source, options: &FetchOptions) -> Result<Fetched, ImageError> {
     match source {
+        Source::Registry(r) => registry::fetch(r, options).await,
+        _ => fetch_local(source, options).expect("only a registry is not local"),
+    }
+}
+
+/// [`fetch`] of a source on this machine (a directory, an OCI layout or archive, a docker
+/// archive), which needs no runtime; `None` for a registry.
+fn fetch_local(source: &Source, options: &FetchOptions) -> Option<Result<Fetched, ImageError>> {
+    Some(match source {
         Source::Directory(dir) => Ok(Fetched {
             dir: dir.clone(),
             info: ImageInfo {
@@ -104,25 +113,28 @@ pub async fn fetch(source: &Source, options: &FetchOptions) -> Result<Fetched, I
             },
             _staging: None,
         }),
-        Source::Registry(r) => registry::fetch(r, options).await,
+        Source::Registry(_) => return None,
         Source::OciLayout { dir, tag } => {
             let name = source.to_string();
-            let layout = local::Layout::open(&name, dir, tag.as_deref(), options)?;
-            layout.fetch(&name, options)
+            local::Layout::open(&name, dir, tag.as_deref(), options)
+                .and_then(|layout| layout.fetch(&name, options))
         }
         Source::OciArchive(file) => local::fetch_oci_archive(&source.to_string(), file, options),
         Source::DockerArchive(file) => {
             local::fetch_docker_archive(&source.to_string(), file, options)
         }
-    }
+    })
 }
 
-/// [`fetch`] from synchronous code: runs on its own thread with its own runtime, so it works
-/// inside and outside a tokio runtime.
+/// [`fetch`] from synchronous code. A registry is fetched on its own thread with its own
+/// runtime, so it works inside and outside a tokio runtime; other sources need neither.
 ///
 /// # Errors
 /// As [`fetch`].
 pub fn fetch_blocking(source: &Source, options: &FetchOptions) -> Result<Fetched, ImageError> {
+    if let Some(local) = fetch_local(source, options) {
+        return local;
+    }
     std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_multi_thread()

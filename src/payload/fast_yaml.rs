@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use self::flow::Flow;
 use self::scalar::{Quoted, plain_line, quoted_in_line, resolve_plain};
+use super::json_size;
 
 mod block;
 mod flow;
@@ -60,6 +61,9 @@ pub(crate) struct Document {
     pub value: Value,
     /// Bytes of source text from that line to the end of the document.
     pub source_len: usize,
+    /// For a headers-only document, an upper bound of what the parts not kept add to its size
+    /// as compact JSON: the whole object takes at most `json_size::bound(&value)` plus this.
+    pub skipped_json: Option<usize>,
 }
 
 /// What the fast path keeps of each document.
@@ -67,14 +71,11 @@ pub(crate) struct Document {
 pub(crate) enum Keep {
     /// The whole document.
     Whole,
-    /// Only the root's `apiVersion`, `kind` and `metadata` (see [`HEADER_KEYS`]), for
-    /// documents of at most `whole_above` bytes of source; larger ones are kept whole. The
-    /// rest is parsed and checked all the same, without building its value, so a stream
-    /// gives up exactly where a whole parse gives up.
-    Headers {
-        /// Source bytes past which a document is kept whole.
-        whole_above: usize,
-    },
+    /// Only the root's `apiVersion`, `kind` and `metadata` (see [`HEADER_KEYS`]). The rest is
+    /// parsed and checked all the same, without building its value, so a stream gives up
+    /// exactly where a whole parse gives up; its size as JSON is bounded as it goes
+    /// ([`Document::skipped_json`]).
+    Headers,
 }
 
 /// The root keys a headers-only parse keeps.
@@ -92,7 +93,7 @@ pub(crate) fn parse_stream_as(text: &str, keep: Keep) -> Option<Vec<Document>> {
     if text.len() > MAX_BYTES || !simple_chars(text) {
         return give_up();
     }
-    let mut lines: Vec<&str> = text.split('\n').collect();
+    let mut lines = split_lines(text);
     if text.ends_with('\n') {
         lines.pop();
     }
@@ -103,6 +104,7 @@ pub(crate) fn parse_stream_as(text: &str, keep: Keep) -> Option<Vec<Document>> {
         mode: keep,
         keep: true,
         headers: false,
+        skipped_json: 0,
         seen: Vec::new(),
     };
     let n = p.lines.len();
@@ -132,6 +134,20 @@ pub(crate) fn parse_stream_as(text: &str, keep: Keep) -> Option<Vec<Document>> {
         }
         start = end + 1;
     }
+}
+
+/// `text` split at every `\n`, as `str::split` does. The vectorized search of `memchr` finds
+/// several line ends per step, where `str::split` starts a search per line.
+fn split_lines(text: &str) -> Vec<&str> {
+    // Sized for lines of about 32 bytes, so that growing it rarely copies it.
+    let mut lines = Vec::with_capacity(text.len() / 32 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        lines.push(&text[start..end]);
+        start = end + 1;
+    }
+    lines.push(&text[start..]);
+    lines
 }
 
 /// Whether the text holds only characters the fast path handles: printable characters and
@@ -201,6 +217,8 @@ struct Parser<'a> {
     keep: bool,
     /// Whether the current document keeps only its headers.
     headers: bool,
+    /// The JSON size bound of what the current document does not keep, so far.
+    skipped_json: usize,
     /// The keys of the mappings being parsed whose duplicates the map itself cannot find
     /// (they are not built, or not all their keys are kept); each mapping's run of keys
     /// starts where the stack was when it started.
@@ -226,10 +244,8 @@ impl<'a> Parser<'a> {
         let last = self.lines[end - 1];
         let source_len =
             last.as_ptr() as usize + last.len() + 1 - self.lines[first].as_ptr() as usize;
-        self.headers = match self.mode {
-            Keep::Whole => false,
-            Keep::Headers { whole_above } => source_len <= whole_above,
-        };
+        self.headers = self.mode == Keep::Headers;
+        self.skipped_json = 0;
         let col = indent(self.lines[first]);
         // Only a block mapping root: anything else is rare and left to serde-saphyr.
         let KeyScan::Key(..) = self.key_at(first, col)? else {
@@ -243,6 +259,7 @@ impl<'a> Parser<'a> {
             line: first + 1,
             value,
             source_len,
+            skipped_json: self.headers.then_some(self.skipped_json),
         }))
     }
 
@@ -357,6 +374,9 @@ impl<'a> Parser<'a> {
                 self.keep = keep;
                 if kept {
                     map.insert(key.into_owned(), value);
+                } else {
+                    // `"key":` and a comma.
+                    self.skipped_json += json_size::text(&key) + 4 + json_size::bound(&value);
                 }
                 next
             };
@@ -428,6 +448,8 @@ impl<'a> Parser<'a> {
             };
             if self.keep {
                 items.push(item);
+            } else {
+                self.skipped_json += json_size::bound(&item) + 1;
             }
             let Some(nl) = self.next_content(next) else {
                 return Some((Value::Array(items), self.end));
@@ -475,7 +497,7 @@ impl<'a> Parser<'a> {
         let (first, commented) = plain_line(&self.lines[li][col..])?;
         if commented {
             // A comment ends the scalar; a continuation line would be an error.
-            return Some((resolve_plain(first, self.keep)?, li + 1));
+            return Some((self.plain_value(first)?, li + 1));
         }
         let mut folded: Option<String> = None;
         let mut breaks = 0usize;
@@ -499,8 +521,13 @@ impl<'a> Parser<'a> {
                 return give_up();
             }
             if !self.keep {
-                // Not kept: nothing to fold. Folded text always resolves to a string (it
-                // holds a space or a line break, which no number, boolean or null has).
+                // Not kept: nothing to fold, only to measure (each break prints as `\n`).
+                // Folded text always resolves to a string (it holds a space or a line break,
+                // which no number, boolean or null has).
+                if folded.is_none() {
+                    self.skipped_json += json_size::text(first);
+                }
+                self.skipped_json += json_size::text(t) + 2 * breaks.max(1);
                 folded = Some(String::new());
                 next = i + 1;
                 breaks = 0;
@@ -518,10 +545,19 @@ impl<'a> Parser<'a> {
             next = i + 1;
         }
         match folded {
-            None => Some((resolve_plain(first, self.keep)?, li + 1)),
-            Some(_) if !self.keep => Some((Value::Null, next)),
+            None => Some((self.plain_value(first)?, li + 1)),
+            Some(_) if !self.keep => Some((Value::String(String::new()), next)),
             Some(buf) => Some((resolve_plain(&buf, true)?, next)),
         }
+    }
+
+    /// A one-line plain scalar resolved; a string not kept is measured.
+    fn plain_value(&mut self, s: &str) -> Option<Value> {
+        let v = resolve_plain(s, self.keep)?;
+        if !self.keep && v.is_string() {
+            self.skipped_json += json_size::text(s);
+        }
+        Some(v)
     }
 
     /// A single- or double-quoted scalar starting at `(li, col)`, possibly over several lines.

@@ -9,6 +9,7 @@
 
 mod error;
 mod fast_yaml;
+mod json_size;
 pub mod metadata;
 mod parse;
 mod read;
@@ -159,7 +160,12 @@ fn list_dir(
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let path = entry.path();
-        if path.is_dir() {
+        // The entry's own type needs no system call; only a link is followed to its target.
+        let is_dir = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => t.is_dir(),
+            _ => path.is_dir(),
+        };
+        if is_dir {
             continue;
         }
         let file_name = entry.file_name();
@@ -287,22 +293,25 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
 
     let read_one = |f: &FileEntry| {
         let shown = shown_path(&layout, root, f.source, &f.name);
-        let mut text = read::read_text(&f.path, &shown)?;
-        if f.source == Source::Manifests {
-            match template::render(&text, &template_data) {
-                Ok(t) => text = t,
-                Err(e) => {
-                    return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
+        with_read_buffer(|buf| {
+            let read = read::read_text_into(&f.path, &shown, buf)?;
+            let mut text = std::borrow::Cow::Borrowed(read);
+            if f.source == Source::Manifests {
+                match template::render(&text, &template_data) {
+                    Ok(t) => text = t.into(),
+                    Err(e) => {
+                        return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
+                    }
                 }
             }
-        }
-        if let Some(v) = &placeholder_version
-            && text.contains(VERSION_PLACEHOLDER)
-        {
-            text = text.replace(VERSION_PLACEHOLDER, v);
-        }
-        parse::parse_file(f.source, &f.name, &shown, &text, options.detail)
-            .map(FileOutcome::Manifests)
+            if let Some(v) = &placeholder_version
+                && text.contains(VERSION_PLACEHOLDER)
+            {
+                text = text.replace(VERSION_PLACEHOLDER, v).into();
+            }
+            parse::parse_file(f.source, &f.name, &shown, &text, options.detail)
+                .map(FileOutcome::Manifests)
+        })
     };
     let outcomes: Vec<Result<FileOutcome, LoadError>> =
         on_parse_threads(|| files.par_iter().map(read_one).collect());
@@ -343,6 +352,25 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         detail: options.detail,
     })
 }
+
+/// Runs `f` with this thread's buffer for file contents, kept from file to file (and load to
+/// load) unless a large file grew it past [`READ_BUFFER_KEPT`].
+fn with_read_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with_borrow_mut(|buf| {
+        let out = f(buf);
+        if buf.capacity() > READ_BUFFER_KEPT {
+            *buf = Vec::new();
+        }
+        out
+    })
+}
+
+/// Capacity of a parsing thread's file buffer past which it is freed after use: larger than
+/// the largest file of a real payload (under 1 MiB).
+const READ_BUFFER_KEPT: usize = 4 << 20;
 
 /// Stack of each parsing thread. The YAML parser recurses once per nesting level, and in a debug
 /// build a level takes several KiB, so the 2 MiB default of a thread overflows before the

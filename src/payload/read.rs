@@ -43,6 +43,34 @@ fn io_error(shown: &str, source: io::Error) -> LoadError {
 /// [`LoadError::Io`] when the file cannot be opened or read, is not a regular file, or is
 /// larger than [`MAX_FILE_BYTES`]; [`LoadError::NotUtf8`] when it is not UTF-8.
 pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
+    let mut bytes = Vec::new();
+    read_bytes(path, shown, &mut bytes)?;
+    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
+        file: shown.to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// [`read_text`] into `buf`, which is cleared first and can be reused from file to file (no
+/// new allocation and page faults for each file).
+///
+/// # Errors
+/// As [`read_text`].
+pub(crate) fn read_text_into<'b>(
+    path: &Path,
+    shown: &str,
+    buf: &'b mut Vec<u8>,
+) -> Result<&'b str, LoadError> {
+    read_bytes(path, shown, buf)?;
+    std::str::from_utf8(buf).map_err(|e| LoadError::NotUtf8 {
+        file: shown.to_string(),
+        offset: e.valid_up_to(),
+    })
+}
+
+/// Reads the bytes of `path` into `bytes` (cleared first), with the checks of [`read_text`].
+fn read_bytes(path: &Path, shown: &str, bytes: &mut Vec<u8>) -> Result<(), LoadError> {
+    bytes.clear();
     // Check the type before opening: opening a FIFO for reading blocks until a writer comes.
     let meta = std::fs::metadata(path).map_err(|e| io_error(shown, e))?;
     if !meta.file_type().is_file() {
@@ -71,17 +99,14 @@ pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
         return Err(too_large());
     }
     let file = File::open(path).map_err(|e| io_error(shown, e))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    bytes.reserve(usize::try_from(meta.len()).unwrap_or(0));
     file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
+        .read_to_end(bytes)
         .map_err(|e| io_error(shown, e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(too_large());
     }
-    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
-        file: shown.to_string(),
-        offset: e.utf8_error().valid_up_to(),
-    })
+    Ok(())
 }
 
 /// Whether a directory entry exists at `path`, without following a final symbolic link: a

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Parser, give_up, indent, only_comment, trim_spaces_start};
+use super::{Parser, give_up, indent, json_size, only_comment, trim_spaces_start};
 
 /// Block scalar chomping: `|-`, `|`, `|+`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -13,22 +13,28 @@ enum Chomp {
 }
 
 /// The text of a block scalar, built only when its value is kept: a scalar that is not kept
-/// (see `Parser::keep`) is checked line by line all the same, so the same input gives up.
+/// (see `Parser::keep`) is checked line by line all the same, so the same input gives up, and
+/// only measured (`json`: the bytes it takes inside a JSON string, at most).
 struct Text {
     buf: String,
     keep: bool,
+    json: usize,
 }
 
 impl Text {
     fn push(&mut self, c: char) {
         if self.keep {
             self.buf.push(c);
+        } else {
+            self.json += json_size::text(c.encode_utf8(&mut [0; 4]));
         }
     }
 
     fn push_str(&mut self, s: &str) {
         if self.keep {
             self.buf.push_str(s);
+        } else {
+            self.json += json_size::text(s);
         }
     }
 
@@ -78,6 +84,7 @@ impl Parser<'_> {
         let mut buf = Text {
             buf: String::new(),
             keep: self.keep,
+            json: 0,
         };
         buf.newlines(leading);
         let mut empties = 0usize;
@@ -123,6 +130,7 @@ impl Parser<'_> {
                 buf.newlines(empties + 1);
             }
         }
+        self.skipped_json += buf.json;
         Some((Value::String(buf.buf), i))
     }
 }

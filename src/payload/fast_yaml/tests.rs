@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use std::cell::Cell;
 
 use super::{Document, HEADER_KEYS, Keep, parse_stream, parse_stream_as};
+use crate::payload::json_size;
 use crate::payload::parse::{FAST_PATH_JSON_EXPANSION, saphyr_documents};
 
 thread_local! {
@@ -53,34 +54,36 @@ fn agrees(text: &str) -> bool {
 }
 
 /// Asserts a headers-only parse of `text` gives up exactly where the whole parse did, and
-/// otherwise gives the same documents with only the header keys of their roots; documents
-/// past `whole_above` are whole.
+/// otherwise gives the same documents with only the header keys of their roots, and a JSON
+/// size bound no smaller than the whole object's size.
 fn headers_agree(text: &str, whole: Option<&[Document]>) {
-    for whole_above in [usize::MAX, 64] {
-        let headers = parse_stream_as(text, Keep::Headers { whole_above });
-        let (Some(headers), Some(whole)) = (&headers, whole) else {
-            assert_eq!(
-                headers.is_some(),
-                whole.is_some(),
-                "headers-only and whole parses disagree on giving up: {text:?}"
-            );
-            continue;
-        };
-        assert_eq!(headers.len(), whole.len(), "input: {text:?}");
-        for (h, w) in headers.iter().zip(whole) {
-            let mut expected = w.value.clone();
-            if w.source_len <= whole_above
-                && let serde_json::Value::Object(map) = &mut expected
-            {
-                map.retain(|k, _| HEADER_KEYS.contains(&k.as_str()));
-            }
-            assert_eq!((h.line, h.source_len), (w.line, w.source_len), "{text:?}");
-            assert_eq!(
-                serde_json::to_string(&h.value).expect("serializes"),
-                serde_json::to_string(&expected).expect("serializes"),
-                "input: {text:?}"
-            );
+    let headers = parse_stream_as(text, Keep::Headers);
+    let (Some(headers), Some(whole)) = (&headers, whole) else {
+        assert_eq!(
+            headers.is_some(),
+            whole.is_some(),
+            "headers-only and whole parses disagree on giving up: {text:?}"
+        );
+        return;
+    };
+    assert_eq!(headers.len(), whole.len(), "input: {text:?}");
+    for (h, w) in headers.iter().zip(whole) {
+        let mut expected = w.value.clone();
+        if let serde_json::Value::Object(map) = &mut expected {
+            map.retain(|k, _| HEADER_KEYS.contains(&k.as_str()));
         }
+        assert_eq!((h.line, h.source_len), (w.line, w.source_len), "{text:?}");
+        assert_eq!(
+            serde_json::to_string(&h.value).expect("serializes"),
+            serde_json::to_string(&expected).expect("serializes"),
+            "input: {text:?}"
+        );
+        let bound = json_size::bound(&h.value) + h.skipped_json.expect("headers-only");
+        let json = serde_json::to_string(&w.value).expect("serializes").len();
+        assert!(
+            bound >= json,
+            "bound {bound} < {json} bytes of JSON: {text:?}"
+        );
     }
 }
 

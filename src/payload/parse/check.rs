@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{LoadError, MAX_OBJECT_BYTES, RawDocument};
 use crate::manifest::{Manifest, ObjectId, Source};
+use crate::payload::json_size;
 
 pub(super) fn check_document(
     source: Source,
@@ -109,8 +110,8 @@ pub(super) fn check_document(
         }
     }
     if json_len_bound > MAX_OBJECT_BYTES
-        && json_size_bound(&value) > MAX_OBJECT_BYTES
-        && exceeds_json_size(&value, MAX_OBJECT_BYTES)
+        && json_size::bound(&value) > MAX_OBJECT_BYTES
+        && json_size::exceeds(&value, MAX_OBJECT_BYTES)
     {
         return Err(invalid(format!(
             "object is larger than {} MiB as JSON, more than the kube-apiserver accepts in one request",
@@ -134,55 +135,6 @@ pub(super) fn check_document(
         },
         object: value,
     })
-}
-
-/// An upper bound of the size of `value` as compact JSON, without writing it: strings count
-/// their escapes, numbers count as 24 bytes (the longest a number prints as). Several times
-/// cheaper than serializing, so only objects near the limit are serialized.
-pub(super) fn json_size_bound(value: &Value) -> usize {
-    fn string(s: &str) -> usize {
-        // `"`, `\` and control characters print escaped, as at most 6 bytes.
-        let escaped: usize = s
-            .bytes()
-            .map(|b| usize::from(b < 0x20 || b == b'"' || b == b'\\'))
-            .sum();
-        s.len() + 2 + 5 * escaped
-    }
-    match value {
-        Value::Null | Value::Bool(_) => 5,
-        Value::Number(_) => 24,
-        Value::String(s) => string(s),
-        Value::Array(items) => 2 + items.iter().map(|v| json_size_bound(v) + 1).sum::<usize>(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| string(k) + 2 + json_size_bound(v))
-                .sum::<usize>()
-        }
-    }
-}
-
-/// Whether `value` serialized as compact JSON takes more than `limit` bytes. Stops writing as
-/// soon as the limit is passed.
-pub(super) fn exceeds_json_size(value: &Value, limit: usize) -> bool {
-    struct Counter {
-        written: usize,
-        limit: usize,
-    }
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.written += buf.len();
-            if self.written > self.limit {
-                return Err(std::io::Error::other("limit"));
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter { written: 0, limit };
-    serde_json::to_writer(&mut counter, value).is_err()
 }
 
 pub(super) fn json_type(v: &Value) -> &'static str {

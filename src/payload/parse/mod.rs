@@ -19,7 +19,7 @@ use self::check::check_document;
 use self::messages::{document_at_line, line_of_offset};
 pub(crate) use self::messages::{json_message, yaml_message};
 use super::fast_yaml::Keep;
-use super::{LoadError, ObjectDetail};
+use super::{LoadError, ObjectDetail, json_size};
 use crate::manifest::{Manifest, ObjectId, Source};
 
 mod check;
@@ -166,23 +166,29 @@ fn parse_yaml_stream(
     text: &str,
     detail: ObjectDetail,
 ) -> Result<Vec<RawDocument>, LoadError> {
-    // A headers-only document must still be small enough to skip the size check, which needs
-    // the whole object.
     let keep = match detail {
         ObjectDetail::Whole => Keep::Whole,
-        ObjectDetail::Headers => Keep::Headers {
-            whole_above: MAX_OBJECT_BYTES / FAST_PATH_JSON_EXPANSION,
-        },
+        ObjectDetail::Headers => Keep::Headers,
     };
     if let Some(docs) = super::fast_yaml::parse_stream_as(text, keep) {
-        return Ok(docs
+        let docs: Vec<RawDocument> = docs
             .into_iter()
             .map(|d| RawDocument {
+                json_len_bound: match d.skipped_json {
+                    Some(skipped) => json_size::bound(&d.value).saturating_add(skipped),
+                    None => d.source_len.saturating_mul(FAST_PATH_JSON_EXPANSION),
+                },
                 line: d.line,
                 value: d.value,
-                json_len_bound: d.source_len.saturating_mul(FAST_PATH_JSON_EXPANSION),
             })
-            .collect());
+            .collect();
+        // An object that may be too large needs the exact check, on the whole object.
+        if detail == ObjectDetail::Headers
+            && docs.iter().any(|d| d.json_len_bound > MAX_OBJECT_BYTES)
+        {
+            return parse_yaml_stream(file, text, ObjectDetail::Whole);
+        }
+        return Ok(docs);
     }
     parse_yaml_stream_saphyr(file, text)
 }
