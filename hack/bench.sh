@@ -104,8 +104,9 @@ build_load_tools() {
     if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
     git -C "$wt" checkout -q --detach "$BEFORE"
     ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
-    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --example loadbench) >&2
+    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --example loadbench --bin minicvo) >&2
     BEFORE_BENCH=$ROOT/target/bench-before-target/release/examples/loadbench
+    BEFORE_MINICVO=$ROOT/target/bench-before-target/release/minicvo
   fi
 }
 
@@ -157,6 +158,7 @@ load_round() {
         if [[ -n $BEFORE_BENCH ]]; then
           timed "$c" before cold "$BEFORE_BENCH" load -n 1 "$p"
           timed "$c" before warm "$BEFORE_BENCH" load -n "$WARM" "$p"
+          timed "$c" beforecli cold "$BEFORE_MINICVO" plan -q -o json "$p"
         fi
         ;;
     esac
@@ -187,11 +189,11 @@ bench_load() {
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- minicvo: \`loadbench load\` (load + plan, updating mode) and \`minicvo plan -q -o json\`; CVO: \`cvoload\` (LoadUpdate: YAMLOrJSONDecoder into Unstructured, load only, no graph)"
   echo
-  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO ÷ plan | \`minicvo lint --previous P P\` ms | 2 × CVO ÷ lint | CVO peak RSS MiB | minicvo peak RSS MiB | CVO alloc MiB/load |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO ÷ plan | \`minicvo lint --previous P P\` ms | 2 × CVO ÷ lint | CVO peak RSS MiB | loadbench peak RSS MiB | \`plan -o json\` peak RSS MiB | CVO alloc MiB/load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for cs in "${cases[@]}"; do
     local c=${cs%%:*}
-    local gw rw gc rc cli grss rrss galloc
+    local gw rw gc rc cli grss rrss crss galloc
     gw=$(med "$c" cvo warm_median_ms)
     rw=$(med "$c" minicvo warm_median_ms)
     gc=$(med "$c" cvo cold_process_ms)
@@ -199,13 +201,15 @@ bench_load() {
     cli=$(med "$c" cli cold_process_ms)
     grss=$(med "$c" cvo cold_rss_kib)
     rrss=$(med "$c" minicvo cold_rss_kib)
+    crss=$(med "$c" cli cold_rss_kib)
     galloc=$(med "$c" cvo warm_alloc_mib)
     local lint2
     lint2=$(med "$c" cli lint_process_ms)
-    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | **%s** | %s | **%s** | %.0f | %.0f | %s |\n' \
+    printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | **%s** | %s | **%s** | %.0f | %.0f | %.0f | %s |\n' \
       "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" "$(ratio "$gc" "$cli")" \
       "$lint2" "$(ratio "$(awk -v g="$gc" 'BEGIN { print 2 * g }')" "$lint2")" \
-      "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" "$galloc"
+      "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" \
+      "$(awk -v k="$crss" 'BEGIN{print k/1024}')" "$galloc"
   done
   if [[ -n $BEFORE_BENCH ]]; then
     echo
@@ -221,6 +225,18 @@ bench_load() {
       arss=$(med "$c" minicvo cold_rss_kib)
       printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$bw" "$aw" "$(ratio "$bw" "$aw")" \
         "$(awk -v k="$brss" 'BEGIN{print k/1024}')" "$(awk -v k="$arss" 'BEGIN{print k/1024}')"
+    done
+    echo
+    echo "| payload | before \`plan -o json\` ms | after ms | speed-up | before peak RSS MiB | after peak RSS MiB |"
+    echo "|---|---|---|---|---|---|"
+    for cs in "${cases[@]}"; do
+      local c=${cs%%:*} bc ac bcr acr
+      bc=$(med "$c" beforecli cold_process_ms)
+      ac=$(med "$c" cli cold_process_ms)
+      bcr=$(med "$c" beforecli cold_rss_kib)
+      acr=$(med "$c" cli cold_rss_kib)
+      printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$bc" "$ac" "$(ratio "$bc" "$ac")" \
+        "$(awk -v k="$bcr" 'BEGIN{print k/1024}')" "$(awk -v k="$acr" 'BEGIN{print k/1024}')"
     done
   fi
   echo
