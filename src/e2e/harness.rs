@@ -458,6 +458,7 @@ pub async fn upgrade(
     let lease_gaps = pod_summary
         .iter()
         .flat_map(|s| &s.lease_gaps)
+        .chain(real_summary.iter().flat_map(|s| &s.lease_gaps))
         .map(|g| super::harm::LeaseGapReport::new(g, started, ended))
         .collect();
     let mut checks: Vec<Check> = Vec::new();

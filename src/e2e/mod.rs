@@ -27,6 +27,7 @@ pub mod cleanup;
 pub mod harm;
 pub mod harness;
 pub mod junit;
+mod lease_gaps;
 pub mod real_pods;
 pub mod report;
 pub mod timeline;

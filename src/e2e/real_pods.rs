@@ -9,23 +9,31 @@
 //! reported as `refused`, once per pod and message, as the ServiceAccount the pod runs as.
 //! Other restarts are counted, not judged. Pods that exist when the watch starts belong to an
 //! earlier run and are ignored.
+//!
+//! The Leases in the same namespaces are watched too: their leaderless times
+//! (`lease_gaps.rs`) are reported as the simulator reports its own, for the workload of the
+//! pod that held the lease before the gap.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::lease_gaps::LeaseGaps;
 use crate::manifest::ObjectId;
-use crate::simulate::pods::{HarmKind, Identity, PodHarm};
+use crate::simulate::pods::lease::now_us;
+use crate::simulate::pods::{HarmKind, Identity, LeaseGap, PodHarm};
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
 
 /// What the watch saw, when it stops.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RealPodSummary {
     /// Pods of the payloads' workloads seen during the run.
     pub pods: usize,
@@ -33,6 +41,18 @@ pub struct RealPodSummary {
     pub restarts: u32,
     /// Denials reported as harm.
     pub denials: usize,
+    /// Leaderless times of the Leases the workloads' pods held.
+    pub lease_gaps: Vec<LeaseGap>,
+}
+
+/// One item of the merged watches.
+enum Watched {
+    Pod(Box<watcher::Event<Pod>>),
+    Lease(Box<watcher::Event<Lease>>),
+}
+
+fn lease_value(l: &Lease) -> serde_json::Value {
+    serde_json::to_value(l).unwrap_or_default()
 }
 
 /// The running watch; [`RealPods::stop`] ends it.
@@ -57,52 +77,79 @@ impl RealPods {
             .filter_map(|w| w.namespace.clone())
             .collect();
         let wanted: HashSet<ObjectId> = workloads.into_iter().collect();
-        let mut streams = Vec::new();
+        let mut streams: Vec<BoxStream<'static, Result<Watched, watcher::Error>>> = Vec::new();
         for ns in namespaces {
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
             streams.push(
-                watcher(api, watcher::Config::default())
+                watcher(pods, watcher::Config::default())
                     .default_backoff()
+                    .map(|r| r.map(|e| Watched::Pod(Box::new(e))))
+                    .boxed(),
+            );
+            streams.push(
+                watcher(leases, watcher::Config::default())
+                    .default_backoff()
+                    .map(|r| r.map(|e| Watched::Lease(Box::new(e))))
                     .boxed(),
             );
         }
         let mut all = futures::stream::select_all(streams);
-        // Until every stream has listed, its pods are an earlier run's.
+        let mut state = State {
+            wanted,
+            earlier: HashSet::new(),
+            owners: HashMap::new(),
+            seen: HashMap::new(),
+            reported: HashSet::new(),
+            leases: LeaseGaps::default(),
+            summary: RealPodSummary::default(),
+            observer,
+        };
+        // Until every stream has listed, its pods are an earlier run's and its leases the
+        // state the run starts from.
         let mut listing = all.len();
-        let mut earlier = HashSet::new();
         while listing > 0 {
             match all.next().await {
-                Some(Ok(watcher::Event::InitApply(p))) => {
-                    earlier.insert(key(&p));
-                }
-                Some(Ok(watcher::Event::InitDone)) => listing -= 1,
-                Some(Ok(_)) => {}
+                Some(Ok(Watched::Pod(e))) => match *e {
+                    watcher::Event::InitApply(p) => {
+                        state.earlier.insert(key(&p));
+                    }
+                    watcher::Event::InitDone => listing -= 1,
+                    _ => {}
+                },
+                Some(Ok(Watched::Lease(e))) => match *e {
+                    watcher::Event::InitApply(l) => state.leases.baseline(&lease_value(&l)),
+                    watcher::Event::InitDone => listing -= 1,
+                    _ => {}
+                },
                 Some(Err(e)) => tracing::warn!("real pods: watch failed, retrying: {e}"),
                 None => break,
             }
         }
+        // Lease times are wall-clock times; gaps are reported on the run's clock.
+        let base = (now_us(), tokio::time::Instant::now());
         let stop = cancel.clone();
         let handle = tokio::spawn(async move {
-            let mut state = State {
-                wanted,
-                earlier,
-                seen: HashMap::new(),
-                reported: HashSet::new(),
-                summary: RealPodSummary::default(),
-                observer,
-            };
             loop {
                 tokio::select! {
                     () = stop.cancelled() => break,
                     item = all.next() => match item {
-                        Some(Ok(watcher::Event::Apply(p) | watcher::Event::Delete(p))) => state.pod(&p),
-                        Some(Ok(_)) => {}
+                        Some(Ok(Watched::Pod(e))) => {
+                            if let watcher::Event::Apply(p) | watcher::Event::Delete(p) = *e {
+                                state.pod(&p);
+                            }
+                        }
+                        Some(Ok(Watched::Lease(e))) => {
+                            if let watcher::Event::Apply(l) = *e {
+                                state.leases.observe(&lease_value(&l));
+                            }
+                        }
                         Some(Err(e)) => tracing::warn!("real pods: watch failed, retrying: {e}"),
                         None => break,
                     },
                 }
             }
-            state.summary
+            state.finish(base)
         });
         RealPods { cancel, handle }
     }
@@ -124,20 +171,57 @@ fn key(p: &Pod) -> (String, String) {
 struct State {
     wanted: HashSet<ObjectId>,
     earlier: HashSet<(String, String)>,
+    /// The workload of every pod of this run (lease holders name their pod): a gap after an
+    /// earlier run's holder is not this run's.
+    owners: HashMap<(String, String), ObjectId>,
     /// Restart count per pod of this run.
     seen: HashMap<(String, String), u32>,
     reported: HashSet<(String, String, String)>,
+    leases: LeaseGaps,
     summary: RealPodSummary,
     observer: Arc<dyn SimObserver>,
 }
 
 impl State {
+    /// Records the workload of `p` when it is one of the payloads'.
+    fn owner(&mut self, p: &Pod) -> Option<ObjectId> {
+        let workload = workload_of(p).filter(|w| self.wanted.contains(w))?;
+        self.owners.insert(key(p), workload.clone());
+        Some(workload)
+    }
+
+    /// The summary, with the lease gaps of the payloads' pods on the run's clock; `base` is
+    /// one moment as a wall-clock time and as an instant.
+    fn finish(mut self, base: (i64, tokio::time::Instant)) -> RealPodSummary {
+        let instant = |us: i64| {
+            let d = std::time::Duration::from_micros(us.abs_diff(base.0));
+            if us >= base.0 {
+                base.1 + d
+            } else {
+                base.1.checked_sub(d).unwrap_or(base.1)
+            }
+        };
+        let leases = std::mem::take(&mut self.leases);
+        for g in leases.finish(now_us()) {
+            let Some(workload) = self.owners.get(&(g.namespace.clone(), g.pod.clone())) else {
+                continue;
+            };
+            self.summary.lease_gaps.push(LeaseGap {
+                workload: workload.clone(),
+                pod: g.pod,
+                from: instant(g.from_us),
+                to: g.to_us.map(instant),
+            });
+        }
+        self.summary
+    }
+
     fn pod(&mut self, p: &Pod) {
         let k = key(p);
         if self.earlier.contains(&k) {
             return;
         }
-        let Some(workload) = workload_of(p).filter(|w| self.wanted.contains(w)) else {
+        let Some(workload) = self.owner(p) else {
             return;
         };
         let statuses: Vec<_> = p

@@ -111,9 +111,18 @@ fn watch_ends(
     (seen, task, listed)
 }
 
-/// Runs one scenario of the shared script with the pod watch on; returns the script's exit
-/// code and verdict lines, every container end with an error, and the wall time.
-async fn story(scenario: &str) -> (i32, String, Vec<Ended>, Duration) {
+/// What one run of a scenario gave.
+struct Story {
+    code: i32,
+    verdict: String,
+    ends: Vec<Ended>,
+    took: Duration,
+    /// The report's `leaseGaps`.
+    lease_gaps: Vec<serde_json::Value>,
+}
+
+/// Runs one scenario of the shared script with the pod watch on.
+async fn story(scenario: &str) -> Story {
     let _lock = node::fixed_names_lock().await;
     let client = node::client().await;
     support::openshift::install_both(&client, "Default").await;
@@ -141,12 +150,51 @@ async fn story(scenario: &str) -> (i32, String, Vec<Ended>, Duration) {
         }
     }
     let ends = ends.lock().unwrap().clone();
-    (code, verdict, ends, took)
+    let report = std::fs::read_to_string(out.path().join(format!("{scenario}.json")))
+        .expect("the scenario wrote its report");
+    let report: serde_json::Value = serde_json::from_str(&report).expect("the report is JSON");
+    let lease_gaps = report["leaseGaps"].as_array().cloned().unwrap_or_default();
+    Story {
+        code,
+        verdict,
+        ends,
+        took,
+        lease_gaps,
+    }
+}
+
+/// The leaderless time of the operator's lease while the `Recreate` rollout replaced its
+/// pod, seen by the harness from the real pods' Lease: closed, held before by a pod that is
+/// not the one holding it at the end, and not longer than the run.
+fn operator_lease_gap(s: &Story) -> f64 {
+    let workload = format!("Deployment {OPERATOR_NS}/machine-config-operator");
+    let gaps: Vec<&serde_json::Value> = s
+        .lease_gaps
+        .iter()
+        .filter(|g| g["workload"] == workload.as_str())
+        .collect();
+    assert_eq!(
+        gaps.len(),
+        1,
+        "one leaderless time of the operator: {:?}\n{}",
+        s.lease_gaps,
+        s.verdict
+    );
+    let g = gaps[0];
+    assert!(g["to"].is_f64(), "the new pod took the lease: {g}");
+    let seconds = g["seconds"].as_f64().expect("seconds");
+    assert!(
+        seconds > 0.0 && seconds < s.took.as_secs_f64(),
+        "gap of {seconds} s in a run of {:?}: {g}",
+        s.took
+    );
+    seconds
 }
 
 #[tokio::test]
 async fn buggy_order_denies_the_old_operator_pod_with_real_pods() {
-    let (code, verdict, ends, took) = story("mco-buggy").await;
+    let s = story("mco-buggy").await;
+    let (code, verdict, ends, took) = (s.code, &s.verdict, &s.ends, s.took);
     // The script: exit 1, the story finding, and live-pods-keep-access failing on a `denied:`
     // harm of the old pod's ServiceAccount caused by the binding's delete.
     assert_eq!(code, 0, "{verdict}");
@@ -167,15 +215,22 @@ async fn buggy_order_denies_the_old_operator_pod_with_real_pods() {
         "the denied pod ran as {}: {denied:?}",
         denied.service_account
     );
-    eprintln!("machine-config story, buggy, real pods: {took:.1?}; denied: {denied:?}");
+    // The denied pod could not release its lease: the new one waited for it to expire.
+    let gap = operator_lease_gap(&s);
+    eprintln!(
+        "machine-config story, buggy, real pods: {took:.1?}; lease gap {gap:.2} s; denied: {denied:?}"
+    );
 }
 
 #[tokio::test]
 async fn fixed_order_denies_nothing_with_real_pods() {
-    let (code, verdict, ends, took) = story("mco-fixed").await;
+    let s = story("mco-fixed").await;
+    let (code, verdict, ends, took) = (s.code, &s.verdict, &s.ends, s.took);
     // The script: exit 0, the report ok, real pods watched, no harm.
     assert_eq!(code, 0, "{verdict}");
     assert!(verdict.contains("mco-fixed: as expected"), "{verdict}");
     assert!(ends.is_empty(), "a pod ended with an error: {ends:?}");
-    eprintln!("machine-config story, fixed, real pods: {took:.1?}");
+    // The old pod released its lease when stopped: the gap is the new pod's start.
+    let gap = operator_lease_gap(&s);
+    eprintln!("machine-config story, fixed, real pods: {took:.1?}; lease gap {gap:.2} s");
 }
