@@ -91,7 +91,9 @@ run() {
   wall=$(since "$t")
   install=$(sed -n 's/^install  [A-Za-z]* in \([0-9.]*\)s.*/\1/p' "$OUT/$kind-$new-$r.txt")
   upgrade=$(sed -n 's/^upgrade  [A-Za-z]* in \([0-9.]*\)s.*/\1/p' "$OUT/$kind-$new-$r.txt")
-  echo "$kind $new $wall ${install:-?} ${upgrade:-?} $code" >>"$OUT/raw"
+  local gap
+  gap=$(sed -n 's/^lease gap: no pod of Deployment openshift-machine-config-operator\/machine-config-operator could lead for \([0-9.]*\)s.*/\1/p;T;q' "$OUT/$kind-$new-$r.txt")
+  echo "$kind $new $wall ${install:-?} ${upgrade:-?} $code ${gap:--}" >>"$OUT/raw"
   say "round $r: $kind $new: ${wall}s (install ${install:-?}s, upgrade ${upgrade:-?}s, exit $code)"
 }
 
@@ -118,12 +120,14 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 echo "plane start with a node: $(awk '$1 == "start" { print $2 }' "$OUT/raw") s"
 echo "first pod Available: $(awk '$1 == "first-pod" { print $2 }' "$OUT/raw") s"
 echo "stop (with the leftover check): $(awk '$1 == "stop" { print $2 }' "$OUT/raw") s"
-printf '| %s | %s | %s | %s | %s | %s |\n' scenario pods "wall (median)" "install" "upgrade" "exit codes"
+printf '| %s | %s | %s | %s | %s | %s | %s |\n' scenario pods "wall (median)" "install" "upgrade" "exit codes" \
+  "operator lease gap (median)"
 for new in new new-buggy; do
   for kind in simulated real; do
     rows=$(awk -v k="$kind" -v n="$new" '$1 == k && $2 == n' "$OUT/raw")
-    printf '| old → %s | %s | %s s | %s s | %s s | %s |\n' "$new" "$kind" \
+    printf '| old → %s | %s | %s s | %s s | %s s | %s | %s s |\n' "$new" "$kind" \
       "$(awk '{ print $3 }' <<<"$rows" | median)" "$(awk '{ print $4 }' <<<"$rows" | median)" \
-      "$(awk '{ print $5 }' <<<"$rows" | median)" "$(awk '{ print $6 }' <<<"$rows" | sort -u | paste -sd,)"
+      "$(awk '{ print $5 }' <<<"$rows" | median)" "$(awk '{ print $6 }' <<<"$rows" | sort -u | paste -sd,)" \
+      "$(awk '$7 != "-" { print $7 }' <<<"$rows" | median)"
   done
 done

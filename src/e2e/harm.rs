@@ -36,9 +36,10 @@ const RBAC: &str = "rbac.authorization.k8s.io";
 pub struct LeaseGapReport {
     /// `Kind namespace/name` of the workload.
     pub workload: String,
-    /// The leader whose renewal failed.
+    /// The leader before the gap.
     pub pod: String,
-    /// When its renewal first failed.
+    /// When the gap started: the leader's first failed renewal (simulated pods), or its last
+    /// renewal or release of the Lease (real pods, seen from outside).
     pub from: f64,
     /// When a generation took the lease again (`None`: not before the end of the run).
     pub to: Option<f64>,

@@ -296,8 +296,8 @@ impl UpgradeReport {
                 g.to.map_or_else(|| "the end of the run".to_string(), |t| format!("{t:.3}s"));
             let _ = writeln!(
                 out,
-                "lease gap: no pod of {} could lead for {:.2}s (from {:.3}s, when {} failed to \
-                 renew, to {until})",
+                "lease gap: no pod of {} could lead for {:.2}s (from {:.3}s, after {} held the \
+                 lease, to {until})",
                 g.workload, g.seconds, g.from, g.pod
             );
         }
