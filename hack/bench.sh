@@ -165,6 +165,23 @@ load_round() {
   done
 }
 
+# before_after WHAT BTOOL BMETRIC ATOOL AMETRIC RSSTOOL: a before/after table of one metric per
+# case, with the peak RSS of the before tool and of RSSTOOL.
+before_after() {
+  local what=$1 bt=$2 bm=$3 at=$4 am=$5 rt=$6
+  echo "| payload | before $what | after | speed-up | before peak RSS MiB | after peak RSS MiB |"
+  echo "|---|---|---|---|---|---|"
+  for cs in "${cases[@]}"; do
+    local c=${cs%%:*} b a brss arss
+    b=$(med "$c" "$bt" "$bm")
+    a=$(med "$c" "$at" "$am")
+    brss=$(med "$c" "$bt" cold_rss_kib)
+    arss=$(med "$c" "$rt" cold_rss_kib)
+    printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$b" "$a" "$(ratio "$b" "$a")" \
+      "$(awk -v k="$brss" 'BEGIN{print k/1024}')" "$(awk -v k="$arss" 'BEGIN{print k/1024}')"
+  done
+}
+
 bench_load() {
   build_load_tools
   [[ -d $CORPUS ]] || die "corpus not found: $CORPUS"
@@ -215,29 +232,9 @@ bench_load() {
     echo
     echo "Before/after ($BEFORE vs HEAD), same rounds:"
     echo
-    echo "| payload | before warm ms | after warm ms | speed-up | before peak RSS MiB | after peak RSS MiB |"
-    echo "|---|---|---|---|---|---|"
-    for cs in "${cases[@]}"; do
-      local c=${cs%%:*} bw aw brss arss
-      bw=$(med "$c" before warm_median_ms)
-      aw=$(med "$c" minicvo warm_median_ms)
-      brss=$(med "$c" before cold_rss_kib)
-      arss=$(med "$c" minicvo cold_rss_kib)
-      printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$bw" "$aw" "$(ratio "$bw" "$aw")" \
-        "$(awk -v k="$brss" 'BEGIN{print k/1024}')" "$(awk -v k="$arss" 'BEGIN{print k/1024}')"
-    done
+    before_after "warm ms" before warm_median_ms minicvo warm_median_ms minicvo
     echo
-    echo "| payload | before \`plan -o json\` ms | after ms | speed-up | before peak RSS MiB | after peak RSS MiB |"
-    echo "|---|---|---|---|---|---|"
-    for cs in "${cases[@]}"; do
-      local c=${cs%%:*} bc ac bcr acr
-      bc=$(med "$c" beforecli cold_process_ms)
-      ac=$(med "$c" cli cold_process_ms)
-      bcr=$(med "$c" beforecli cold_rss_kib)
-      acr=$(med "$c" cli cold_rss_kib)
-      printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$bc" "$ac" "$(ratio "$bc" "$ac")" \
-        "$(awk -v k="$bcr" 'BEGIN{print k/1024}')" "$(awk -v k="$acr" 'BEGIN{print k/1024}')"
-    done
+    before_after "\`plan -o json\` ms" beforecli cold_process_ms cli cold_process_ms cli
   fi
   echo
   echo "Raw measurements: $RAW"
