@@ -5,9 +5,10 @@
 #
 #   hack/scenarios/real-pods.sh [SCENARIO...]     default: standin-apply mco-buggy mco-fixed
 #
-#   standin-apply  `minicvo apply` of a payload whose only operator is the stand-in: exit 0
-#                  (its ClusterOperator wait is ended by the running pod, which reports the
-#                  version as its own ServiceAccount), then the Deployment is Available
+#   standin-apply  `minicvo apply --wait-available` of a payload whose only operator is the
+#                  stand-in: exit 0 (its ClusterOperator wait is ended by the running pod,
+#                  which reports the version as its own ServiceAccount), and the Deployment
+#                  is Available when it returns
 #   mco-buggy      `minicvo e2e upgrade --wait-available --real-pods --simulate
 #                  machine-config=never` of payload/old -> payload/new-buggy, the
 #                  machine-config-operator Deployment on the stand-in image and every other
@@ -239,15 +240,19 @@ run_standin_apply() {
   # A namespace still terminating from an earlier run would refuse the new objects.
   k wait --for=delete "namespace/$STANDIN_NS" --timeout=60s >/dev/null 2>&1 || true
   standin_payload
-  "$MINICVO" apply --no-progress -o json --no-cluster-version --wait-timeout "$WAIT" \
+  "$MINICVO" apply --no-progress -o json --no-cluster-version --wait-timeout "$WAIT" --wait-available \
     --kubeconfig "$KUBECONFIG" "$OUT/payloads/standin" >"$OUT/standin-apply.json" 2>"$OUT/standin-apply.log" || rc=$?
   if ((rc != 0)); then
     failed standin-apply "minicvo apply exited $rc (log $OUT/standin-apply.log)"
     k -n "$STANDIN_NS" get pods -o wide >&2 || true
     return
   fi
-  if ! k -n "$STANDIN_NS" wait --for=condition=Available deployment/operator --timeout=30s >/dev/null; then
-    failed standin-apply "Deployment $STANDIN_NS/operator not Available within 30 s"
+  # --wait-available returned only once the Deployment was rolled out: no wait here.
+  local waited available
+  waited=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["available"]; print(a["workloads"], len(a["notAvailable"]))' "$OUT/standin-apply.json")
+  available=$(k -n "$STANDIN_NS" get deployment operator -o jsonpath='{.status.availableReplicas}/{.status.updatedReplicas}')
+  if [[ $waited != "1 0" || $available != 1/1 ]]; then
+    failed standin-apply "after apply --wait-available: waited for '$waited' (workloads, not available), Deployment $STANDIN_NS/operator available/updated '$available'"
     return
   fi
   co=$(k get clusteroperator "$STANDIN_NS" -o jsonpath='{.status.versions[0].version}')
@@ -280,7 +285,7 @@ run_standin_apply() {
     failed standin-apply "the pod's log has no lease taken before its report: $log"
     return
   fi
-  say "standin-apply: as expected (exit 0; pod $pods, never restarted, took its lease and reported 1.0.0 as its ServiceAccount; Deployment Available)"
+  say "standin-apply: as expected (exit 0; Deployment Available when apply --wait-available returned; pod $pods, never restarted, took its lease and reported 1.0.0 as its ServiceAccount)"
   standin_cleanup
 }
 

@@ -71,6 +71,7 @@
 //! [`Plan`]: crate::plan::Plan
 
 pub mod actions;
+pub mod available;
 pub mod clusterversion;
 pub mod engine;
 pub mod events;

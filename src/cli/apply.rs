@@ -110,6 +110,10 @@ pub struct ApplyArgs {
     /// Wait at the end for deletions still held by finalizers.
     #[arg(long)]
     pub wait_deletes: bool,
+    /// Then wait (up to --wait-timeout) until every Deployment and DaemonSet applied is
+    /// rolled out and available, as `kubectl rollout status` would; the CVO does not.
+    #[arg(long)]
+    pub wait_available: bool,
     /// Do not record the run in ClusterVersion `version`.
     #[arg(long)]
     pub no_cluster_version: bool,
@@ -324,20 +328,54 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             )
             .into());
         }
-        let report = engine::run(&conn, plan, &options, progress.clone(), cancel).await;
+        if a.wait_available && options.runner.dry_run {
+            return Err(UsageError(
+                "--wait-available waits for what was written, which --dry-run=server does not \
+                 write"
+                    .into(),
+            )
+            .into());
+        }
+        let report = engine::run(
+            &conn,
+            plan.clone(),
+            &options,
+            progress.clone(),
+            cancel.clone(),
+        )
+        .await;
         progress.finish();
         let report = report?;
+        let available = if a.wait_available && report.ok {
+            let found =
+                minicvo::apply::available::wait_available(&conn, &plan, a.wait_timeout, &cancel)
+                    .await;
+            eprintln!(
+                "{} of {} workloads available after {:.1}s",
+                found.workloads - found.not_available.len(),
+                found.workloads,
+                found.seconds
+            );
+            Some(found)
+        } else {
+            None
+        };
         for (crd, kind) in &report.preflight.installed {
             eprintln!("stub CRD {crd} installed for {kind} (nothing served it)");
         }
         for ns in &report.preflight.namespaces {
             eprintln!("namespace {ns} created (the payload uses it but creates it nowhere)");
         }
-        anyhow::Ok(report)
+        anyhow::Ok((report, available))
     })?;
+    let (report, available) = report;
     let text = match a.output {
         ApplyFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&report)?;
+            let mut v = serde_json::to_value(&report)?;
+            if let (Some(found), Some(o)) = (&available, v.as_object_mut()) {
+                o.insert("available".into(), serde_json::to_value(found)?);
+            }
+            let mut s = serde_json::to_string_pretty(&v)?;
             s.push('\n');
             s
         }
@@ -351,7 +389,12 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
     if let Some(why) = failure_line(&report) {
         eprintln!("error: {why}");
     }
+    let unavailable = available.as_ref().map_or(&[][..], |f| &f.not_available[..]);
+    for n in unavailable {
+        eprintln!("error: {} is not available: {}", n.workload, n.why);
+    }
     Ok(match (report.ok, report.stopped) {
+        (true, _) if !unavailable.is_empty() => ExitCode::from(super::EXIT_FAILURE),
         (true, _) => ExitCode::SUCCESS,
         (false, Some(StopReason::Interrupted)) => ExitCode::from(EXIT_INTERRUPTED),
         (false, _) => ExitCode::from(super::EXIT_FAILURE),

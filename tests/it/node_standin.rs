@@ -1,9 +1,10 @@
 //! Real pods on the plane with a node (`hack/testplane.sh start --nodes 1`): the
 //! `standin-apply` scenario of `hack/scenarios/real-pods.sh`, the script `hack/kind-e2e.sh
-//! real-pods` runs on kind. `minicvo apply` of a payload whose operator is the stand-in image
-//! (`hack/tools/standin`) must exit 0: its ClusterOperator wait ends only when the running pod,
-//! acting as its own ServiceAccount, has taken its lease and reported the payload's version.
-//! The script then checks that the Deployment is Available, that the ClusterOperator's status
+//! real-pods` runs on kind. `minicvo apply --wait-available` of a payload whose operator is the
+//! stand-in image (`hack/tools/standin`) must exit 0: its ClusterOperator wait ends only when
+//! the running pod, acting as its own ServiceAccount, has taken its lease and reported the
+//! payload's version. The script then checks that apply waited for the one Deployment and that
+//! it was Available (no wait of its own) when apply returned, that the ClusterOperator's status
 //! was written by the stand-in's field manager, and that its one pod never restarted and took
 //! its lease before it reported.
 
