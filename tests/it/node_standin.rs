@@ -30,3 +30,71 @@ async fn standin_pod_reports_its_clusteroperator_and_apply_completes() {
         start.elapsed()
     );
 }
+
+/// A Deployment of `replicas` pods of `image`, included in every profile.
+fn deployment(ns: &str, name: &str, replicas: u32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {ns}\n  \
+         annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n\
+         spec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: {name}}}\n  \
+         template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n      \
+         - name: c\n        image: {image}\n"
+    )
+}
+
+#[tokio::test]
+async fn wait_available_names_the_workload_that_is_not_rolled_out_and_exits_1() {
+    // On the node: one pause pod becomes available, an image that cannot be pulled never does.
+    let client = node::client().await;
+    let ns = node::namespace(&client, "avail").await;
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::apply::write_payload(
+        dir.path(),
+        "1.0.0",
+        &[
+            (
+                "0000_50_a_01_runs.yaml".into(),
+                deployment(&ns, "runs", 1, &node::pause_image()),
+            ),
+            (
+                "0000_50_a_02_stuck.yaml".into(),
+                deployment(&ns, "stuck", 1, "registry.invalid/minicvo/none:1"),
+            ),
+        ],
+    );
+    let (code, stdout, stderr) = node::apply(
+        dir.path(),
+        &[
+            "--no-cluster-version",
+            "--wait-available",
+            "--wait-timeout",
+            "20s",
+        ],
+        Duration::from_secs(120),
+    )
+    .await;
+    assert_eq!(code, 1, "stderr: {stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(report["ok"], true, "the apply itself succeeded: {report}");
+    let available = &report["available"];
+    assert_eq!(available["workloads"], 2, "{available}");
+    let not = available["notAvailable"].as_array().expect("a list");
+    assert_eq!(not.len(), 1, "{available}");
+    assert_eq!(
+        not[0]["workload"],
+        format!("Deployment {}/stuck", &*ns).as_str()
+    );
+    let why = not[0]["why"].as_str().unwrap();
+    assert!(why.contains("0 available"), "{why}");
+    assert!(
+        stderr.contains(&format!(
+            "error: Deployment {}/stuck is not available: ",
+            &*ns
+        )),
+        "stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("1 of 2 workloads available after"),
+        "{stderr}"
+    );
+}
