@@ -67,6 +67,9 @@
 //!   `Progressing` keeps the final count ("Cluster version is V: M of M done (100%
 //!   complete)"); see [`clusterversion`].
 //! - **One pass.** There is no reconcile loop: minicvo runs the graph once and exits.
+//! - **Workloads available, when asked** ([`available`], `apply --wait-available`): after a
+//!   successful run, every Deployment and DaemonSet applied is watched until rolled out and
+//!   available. The CVO never waits for workloads.
 //!
 //! [`Plan`]: crate::plan::Plan
 
