@@ -1,12 +1,13 @@
 //! Leaderless times of real pods (`e2e upgrade --real-pods`), read from the Leases they hold.
 //!
-//! The simulator knows when its own leaders fail to renew; from outside a real pod that is not
-//! known, so a gap here runs from the old holder's last `renewTime` — its last renewal, or the
-//! release that cleared `holderIdentity` — to the new holder's `acquireTime`. That can be up to
-//! one renew period longer than the time the old holder still believed it led. A lease whose
-//! holder stopped renewing (expired) or released it, with no new holder by the end of the run,
-//! is an open gap. Times come from the Lease fields, written with the pods' clocks (the same
-//! host on kind and on the test plane).
+//! As for simulated pods, a gap is a time during which no pod *could* lead: the lease is still
+//! held by a holder that no longer renews it. The simulator knows when its own leaders fail to
+//! renew; from outside a real pod that is not known, so a gap here runs from the old holder's
+//! last `renewTime` to the new holder's `acquireTime` (up to one renew period longer than the
+//! time the old holder still believed it led). A lease released by its holder (`holderIdentity`
+//! cleared) can be taken at once: the time until someone does is no gap. A lease expired with
+//! no new holder by the end of the run is an open gap. Times come from the Lease fields,
+//! written with the pods' clocks (the same host on kind and on the test plane).
 
 use std::collections::HashMap;
 
@@ -30,10 +31,8 @@ pub(super) struct Gap {
 /// What the watch knows of one Lease.
 #[derive(Debug)]
 struct Seen {
-    /// The holder now (`None`: released).
+    /// The holder (`None`: none, or released).
     holder: Option<String>,
-    /// The last holder, even after it released the lease.
-    last_holder: Option<String>,
     /// The last `renewTime` (or `acquireTime`).
     renewed_us: i64,
     /// When the lease expires without a renewal.
@@ -76,7 +75,6 @@ impl LeaseGaps {
         self.leases.insert(
             key(lease),
             Seen {
-                last_holder: h.clone(),
                 holder: h,
                 renewed_us: renewed,
                 expires_us: expires_us(lease).unwrap_or(renewed),
@@ -97,7 +95,6 @@ impl LeaseGaps {
             self.leases.insert(
                 k,
                 Seen {
-                    last_holder: h.clone(),
                     holder: h,
                     renewed_us: renewed,
                     expires_us: expires,
@@ -107,7 +104,7 @@ impl LeaseGaps {
         };
         match h {
             Some(h) => {
-                if let Some(prev) = seen.last_holder.as_ref().filter(|p| **p != h) {
+                if let Some(prev) = seen.holder.as_ref().filter(|p| **p != h) {
                     let acquired = lease
                         .pointer("/spec/acquireTime")
                         .and_then(Value::as_str)
@@ -122,23 +119,25 @@ impl LeaseGaps {
                         });
                     }
                 }
-                seen.last_holder = Some(h.clone());
                 seen.holder = Some(h);
             }
-            None => seen.holder = None,
+            None => {
+                // Released: free for anyone at once.
+                seen.holder = None;
+            }
         }
         seen.renewed_us = renewed;
         seen.expires_us = expires;
     }
 
-    /// The gaps of the run, with those still open at `end_us`: a lease released, or expired,
-    /// and not taken again.
+    /// The gaps of the run, with those still open at `end_us`: a lease expired and not taken
+    /// again.
     pub fn finish(mut self, end_us: i64) -> Vec<Gap> {
         for ((namespace, _), seen) in self.leases {
-            let Some(pod) = seen.last_holder else {
+            let Some(pod) = seen.holder else {
                 continue;
             };
-            if seen.holder.is_none() || seen.expires_us < end_us {
+            if seen.expires_us < end_us {
                 self.gaps.push(Gap {
                     namespace,
                     pod,
@@ -170,23 +169,14 @@ mod tests {
     }
 
     #[test]
-    fn a_release_then_a_new_holder_is_a_gap_from_the_release_to_the_acquisition() {
+    fn a_released_lease_taken_later_is_no_gap() {
         let mut g = LeaseGaps::default();
         g.baseline(&lease("old", 0, 10 * S));
         g.observe(&lease("old", 0, 11 * S));
         g.observe(&lease("", 0, 12 * S));
-        g.observe(&lease("new", 13 * S, 13 * S));
-        g.observe(&lease("new", 13 * S, 14 * S));
-        let gaps = g.finish(15 * S);
-        assert_eq!(
-            gaps,
-            vec![Gap {
-                namespace: "ns".into(),
-                pod: "old".into(),
-                from_us: 12 * S,
-                to_us: Some(13 * S),
-            }]
-        );
+        g.observe(&lease("new", 20 * S, 20 * S));
+        g.observe(&lease("new", 20 * S, 21 * S));
+        assert_eq!(g.finish(22 * S), vec![]);
     }
 
     #[test]
@@ -197,12 +187,19 @@ mod tests {
         // Expired at 5 s; taken over at 6 s.
         g.observe(&lease("new", 6 * S, 6 * S));
         let gaps = g.finish(7 * S);
-        assert_eq!(gaps.len(), 1);
-        assert_eq!((gaps[0].from_us, gaps[0].to_us), (2 * S, Some(6 * S)));
+        assert_eq!(
+            gaps,
+            vec![Gap {
+                namespace: "ns".into(),
+                pod: "old".into(),
+                from_us: 2 * S,
+                to_us: Some(6 * S),
+            }]
+        );
     }
 
     #[test]
-    fn a_lease_released_or_expired_at_the_end_is_an_open_gap_and_a_renewed_one_is_not() {
+    fn a_lease_expired_at_the_end_is_an_open_gap_and_a_renewed_or_released_one_is_not() {
         let mut g = LeaseGaps::default();
         g.observe(&lease("a", S, S));
         g.observe(&lease("a", S, 2 * S));
@@ -214,6 +211,6 @@ mod tests {
         let mut r = LeaseGaps::default();
         r.observe(&lease("a", S, S));
         r.observe(&lease("", S, 2 * S));
-        assert_eq!(r.finish(3 * S)[0].from_us, 2 * S);
+        assert!(r.finish(30 * S).is_empty());
     }
 }
