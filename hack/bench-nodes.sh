@@ -120,14 +120,20 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 echo "plane start with a node: $(awk '$1 == "start" { print $2 }' "$OUT/raw") s"
 echo "first pod Available: $(awk '$1 == "first-pod" { print $2 }' "$OUT/raw") s"
 echo "stop (with the leftover check): $(awk '$1 == "stop" { print $2 }' "$OUT/raw") s"
+# A run without a gap counts as none (not 0): the median of the runs that had one.
+median_or_none() {
+  local v
+  v=$(cat)
+  if [[ -z $v ]]; then echo none; else echo "$(median <<<"$v") s"; fi
+}
 printf '| %s | %s | %s | %s | %s | %s | %s |\n' scenario pods "wall (median)" "install" "upgrade" "exit codes" \
   "operator lease gap (median)"
 for new in new new-buggy; do
   for kind in simulated real; do
     rows=$(awk -v k="$kind" -v n="$new" '$1 == k && $2 == n' "$OUT/raw")
-    printf '| old → %s | %s | %s s | %s s | %s s | %s | %s s |\n' "$new" "$kind" \
+    printf '| old → %s | %s | %s s | %s s | %s s | %s | %s |\n' "$new" "$kind" \
       "$(awk '{ print $3 }' <<<"$rows" | median)" "$(awk '{ print $4 }' <<<"$rows" | median)" \
       "$(awk '{ print $5 }' <<<"$rows" | median)" "$(awk '{ print $6 }' <<<"$rows" | sort -u | paste -sd,)" \
-      "$(awk '$7 != "-" { print $7 }' <<<"$rows" | median)"
+      "$(awk '$7 != "-" { print $7 }' <<<"$rows" | median_or_none)"
   done
 done
