@@ -101,7 +101,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             payload_name = i.pinned;
         }
         let filters = &options.filters;
-        let previous = match &a.previous {
+        let old = match &a.previous {
             Some(path) => {
                 let mut old_args = args.clone();
                 old_args.payload.clone_from(path);
@@ -109,14 +109,13 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
                 if let Some(i) = old_image {
                     previous_name = Some(i.pinned);
                 }
-                let old_plan = plan::build(&old, filters, Mode::Updating, 0);
-                Some((old, old_plan))
+                Some(old)
             }
             None => None,
         };
         // The capabilities the update implicitly enables are on for the new payload.
-        let new_filters = match &previous {
-            Some((old, _)) => {
+        let new_filters = match &old {
+            Some(old) => {
                 minicvo::cvo::capabilities::with_implicit(
                     filters,
                     &payload.manifests,
@@ -126,18 +125,35 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             }
             None => filters.clone(),
         };
-        let plan = plan::build(&payload, &new_filters, Mode::Updating, 0);
+        // The plans take the manifests over: no copy of the objects.
+        let previous = old.map(|mut old| {
+            let manifests = std::mem::take(&mut old.manifests);
+            let plan = plan::build_from(old.version(), manifests, filters, Mode::Updating, 0);
+            (old, plan)
+        });
+        let mut payload = payload;
+        let manifests = std::mem::take(&mut payload.manifests);
+        let plan = plan::build_from(payload.version(), manifests, &new_filters, Mode::Updating, 0);
         let cx = Context::new(
-            &payload,
             &plan,
-            previous
-                .as_ref()
-                .map(|(payload, plan)| Previous { payload, plan }),
+            &payload.excluded,
+            previous.as_ref().map(|(_, plan)| Previous { plan }),
         );
-        let mut findings = run_lint(&cx);
-        if let Some(builtin) = &builtin {
-            let catalog = schema::catalog(builtin.clone(), &cx, &extra_crds)?;
-            findings.extend(schema::check(&cx, &catalog));
+        // The rules and the schema validation are independent: run them side by side.
+        let (mut findings, schema_findings) = rayon::join(
+            || run_lint(&cx),
+            || {
+                builtin
+                    .as_ref()
+                    .map(|b| {
+                        let catalog = schema::catalog(b.clone(), &cx, &extra_crds)?;
+                        Ok::<_, anyhow::Error>(schema::check(&cx, &catalog))
+                    })
+                    .transpose()
+            },
+        );
+        if let Some(more) = schema_findings? {
+            findings.extend(more);
             sort(&mut findings);
         }
         reports.push(ProfileReport {

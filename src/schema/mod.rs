@@ -23,6 +23,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
+use rayon::prelude::*;
 
 pub use builtin::{BuiltIn, DEFAULT_KUBE_VERSION, KUBE_VERSIONS};
 use compile::{NodeId, Schemas};
@@ -169,6 +170,62 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
+/// The group and kind a CRD defines, when it names both.
+fn crd_key(crd: &Value) -> Option<(&str, &str)> {
+    let spec = &crd["spec"];
+    Some((
+        spec["group"].as_str()?,
+        spec.pointer("/names/kind").and_then(Value::as_str)?,
+    ))
+}
+
+/// Compiles a CRD's schemas; `None` for a CRD without group or kind.
+fn compile_crd(crd: &Value) -> Result<Option<((String, String), Crd)>, SchemaError> {
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let spec = &crd["spec"];
+    let Some((group, kind)) = crd_key(crd) else {
+        return Ok(None);
+    };
+    let mut schemas = Schemas::default();
+    let mut versions = HashMap::new();
+    for v in spec["versions"].as_array().into_iter().flatten() {
+        let Some(vname) = v["name"].as_str() else {
+            continue;
+        };
+        let schema = v.pointer("/schema/openAPIV3Schema");
+        let root = match schema {
+            Some(s) => {
+                let id = schemas.compile_structural(s, &format!("{name} {vname}"))?;
+                schemas.nodes[id].embedded = true;
+                Some(id)
+            }
+            None => None,
+        };
+        let cel = schema.is_some_and(has_cel);
+        versions.insert(
+            vname.to_owned(),
+            CrdVersion {
+                root,
+                served: v["served"].as_bool().unwrap_or(false),
+                cel,
+            },
+        );
+    }
+    Ok(Some((
+        (group.to_owned(), kind.to_owned()),
+        Crd {
+            name,
+            namespaced: spec["scope"].as_str() != Some("Cluster"),
+            schemas,
+            versions,
+        },
+    )))
+}
+
 impl Catalog {
     /// A catalog of the built-in kinds only.
     #[must_use]
@@ -184,52 +241,42 @@ impl Catalog {
     /// # Errors
     /// A schema that does not compile.
     pub fn add_crd(&mut self, crd: &Value) -> Result<(), SchemaError> {
-        let name = crd
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let spec = &crd["spec"];
-        let (Some(group), Some(kind)) = (
-            spec["group"].as_str(),
-            spec.pointer("/names/kind").and_then(Value::as_str),
-        ) else {
-            return Ok(());
-        };
-        let mut schemas = Schemas::default();
-        let mut versions = HashMap::new();
-        for v in spec["versions"].as_array().into_iter().flatten() {
-            let Some(vname) = v["name"].as_str() else {
-                continue;
-            };
-            let schema = v.pointer("/schema/openAPIV3Schema");
-            let root = match schema {
-                Some(s) => {
-                    let id = schemas.compile_structural(s, &format!("{name} {vname}"))?;
-                    schemas.nodes[id].embedded = true;
-                    Some(id)
-                }
-                None => None,
-            };
-            let cel = schema.is_some_and(has_cel);
-            versions.insert(
-                vname.to_owned(),
-                CrdVersion {
-                    root,
-                    served: v["served"].as_bool().unwrap_or(false),
-                    cel,
-                },
-            );
+        if let Some((key, compiled)) = compile_crd(crd)? {
+            self.crds.insert(key, compiled);
         }
-        self.crds.insert(
-            (group.to_owned(), kind.to_owned()),
-            Crd {
-                name,
-                namespaced: spec["scope"].as_str() != Some("Cluster"),
-                schemas,
-                versions,
-            },
-        );
+        Ok(())
+    }
+
+    /// Adds CRDs in order, a later one replacing an earlier one of the same group and kind.
+    /// Only the CRDs that stay are compiled, in parallel.
+    ///
+    /// # Errors
+    /// The first CRD, in the given order, whose schema does not compile; `context` names it.
+    pub fn add_crds<'a, C>(&mut self, crds: &[(&'a Value, C)]) -> Result<(), (C, SchemaError)>
+    where
+        C: Clone + Send + Sync,
+    {
+        let mut last: HashMap<(&str, &str), usize> = HashMap::new();
+        for (i, (crd, _)) in crds.iter().enumerate() {
+            if let Some(key) = crd_key(crd) {
+                last.insert(key, i);
+            }
+        }
+        let mut kept: Vec<usize> = last.into_values().collect();
+        kept.sort_unstable();
+        let compiled: Vec<Result<Option<((String, String), Crd)>, SchemaError>> = kept
+            .par_iter()
+            .map(|&i| compile_crd(crds[i].0))
+            .collect();
+        for (i, result) in kept.into_iter().zip(compiled) {
+            match result {
+                Ok(Some((key, crd))) => {
+                    self.crds.insert(key, crd);
+                }
+                Ok(None) => {}
+                Err(e) => return Err((crds[i].1.clone(), e)),
+            }
+        }
         Ok(())
     }
 

@@ -9,9 +9,10 @@ use crate::cvo::deletion::{self, DeleteRequest};
 /// Runs the rule.
 #[must_use]
 pub fn check(cx: &Context) -> Vec<Finding> {
-    cx.payload
-        .manifests
+    cx.plan
+        .tasks
         .iter()
+        .map(|t| &t.manifest)
         .filter_map(|m| match deletion::request(m) {
             DeleteRequest::Invalid(v) => Some(
                 Finding::at(

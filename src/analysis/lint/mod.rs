@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use super::placement::Placements;
 use crate::manifest::{Manifest, ObjectId};
-use crate::payload::Payload;
+use crate::payload::Excluded;
 use crate::plan::{Action, Plan, Task};
 
 /// How bad a finding is. An error makes `minicvo lint` exit with 1.
@@ -241,19 +241,19 @@ impl Finding {
 /// The previous payload, the one the cluster runs before the update.
 #[derive(Debug, Clone, Copy)]
 pub struct Previous<'a> {
-    /// The payload, loaded with the same filters.
-    pub payload: &'a Payload,
-    /// Its updating-mode plan.
+    /// Its updating-mode plan, which holds every manifest the load included (loaded with
+    /// the same filters).
     pub plan: &'a Plan,
 }
 
 /// What every rule looks at.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
-    /// The payload being linted, loaded with the profile's filters.
-    pub payload: &'a Payload,
-    /// Its updating-mode plan.
+    /// The linted payload's updating-mode plan, which holds every manifest the load
+    /// included (loaded with the profile's filters).
     pub plan: &'a Plan,
+    /// The manifests the load-time filters excluded from the linted payload.
+    pub excluded: &'a [Excluded],
     /// Placement and ordering facts of `plan`.
     pub placements: Placements,
     /// The previous payload, when given.
@@ -261,12 +261,13 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// Builds the context.
+    /// Builds the context. The plans own the manifests (build them with
+    /// [`crate::plan::from_payload`] or [`crate::plan::build_from`]: no copies).
     #[must_use]
-    pub fn new(payload: &'a Payload, plan: &'a Plan, previous: Option<Previous<'a>>) -> Self {
+    pub fn new(plan: &'a Plan, excluded: &'a [Excluded], previous: Option<Previous<'a>>) -> Self {
         Context {
-            payload,
             plan,
+            excluded,
             placements: Placements::new(plan),
             previous,
         }

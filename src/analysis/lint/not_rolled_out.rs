@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use super::{Context, Finding, Location, Rule, Severity, Side};
 use crate::manifest::{Manifest, ObjectId};
 use crate::merge::rollout::compare;
-use crate::plan::Action;
+use crate::plan::{Action, Plan};
 
 /// The previous payload's applied documents by identity, in payload order.
-fn by_id(previous: &[Manifest]) -> HashMap<&ObjectId, Vec<&Manifest>> {
+fn by_id(previous: &Plan) -> HashMap<&ObjectId, Vec<&Manifest>> {
     let mut map: HashMap<&ObjectId, Vec<&Manifest>> = HashMap::new();
-    for o in previous.iter().filter(|o| !o.is_delete()) {
+    for o in previous.tasks.iter().map(|t| &t.manifest).filter(|o| !o.is_delete()) {
         map.entry(&o.id).or_default().push(o);
     }
     map
@@ -42,7 +42,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
     let Some(prev) = cx.previous else {
         return Vec::new();
     };
-    let previous = by_id(&prev.payload.manifests);
+    let previous = by_id(prev.plan);
     let mut findings = Vec::new();
     for t in &cx.plan.tasks {
         if !matches!(t.action, Action::Apply | Action::CreateOnly) {

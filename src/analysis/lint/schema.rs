@@ -18,7 +18,8 @@ use crate::manifest::Manifest;
 use crate::schema::{BuiltIn, Catalog, SchemaError, Verdict};
 
 /// The catalog for `cx`: the built-in kinds, then the CRDs of the previous payload, of
-/// `extra_crds` (`--crds DIR`) and of the payload, later ones replacing earlier ones.
+/// `extra_crds` (`--crds DIR`) and of the payload, later ones replacing earlier ones (a
+/// replaced CRD is not compiled, so its schema errors do not count).
 ///
 /// # Errors
 /// A CRD schema that does not compile (it names the file and document).
@@ -28,23 +29,28 @@ pub fn catalog(
     extra_crds: &[Manifest],
 ) -> Result<Catalog, SchemaError> {
     let mut catalog = Catalog::new(builtin);
-    let previous = cx.previous.iter().flat_map(|p| &p.payload.manifests);
+    let previous = cx
+        .previous
+        .iter()
+        .flat_map(|p| p.plan.tasks.iter().map(|t| &t.manifest));
     let payload = cx
         .plan
         .tasks
         .iter()
         .filter(|t| applies(t))
         .map(|t| &t.manifest);
-    for m in previous.chain(extra_crds).chain(payload) {
-        if m.is_crd() {
-            catalog
-                .add_crd(&m.object)
-                .map_err(|e| SchemaError::Compile {
-                    schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
-                    message: e.to_string(),
-                })?;
-        }
-    }
+    let crds: Vec<(&serde_json::Value, &Manifest)> = previous
+        .chain(extra_crds)
+        .chain(payload)
+        .filter(|m| m.is_crd())
+        .map(|m| (&m.object, m))
+        .collect();
+    catalog
+        .add_crds(&crds)
+        .map_err(|(m, e)| SchemaError::Compile {
+            schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
+            message: e.to_string(),
+        })?;
     Ok(catalog)
 }
 
@@ -173,7 +179,7 @@ mod tests {
     fn run_schema(files: &[(&str, &str)]) -> Vec<Finding> {
         let dir = write(files);
         let (p, plan) = load_and_plan(dir.path(), &crate::filter::Filters::default());
-        let cx = Context::new(&p, &plan, None);
+        let cx = Context::new(&plan, &p.excluded, None);
         let builtin = Arc::new(BuiltIn::load("1.37").unwrap());
         let catalog = catalog(builtin, &cx, &[]).unwrap();
         check(&cx, &catalog)

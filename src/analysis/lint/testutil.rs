@@ -73,14 +73,15 @@ pub fn write(files: &[(&str, &str)]) -> TempDir {
 }
 
 /// Loads a payload with the default filters (no placeholder substitution) and plans it in
-/// updating mode.
+/// updating mode; the plan takes the manifests over, the payload keeps the rest.
 pub fn load_and_plan(dir: &Path, filters: &Filters) -> (Payload, Plan) {
     let options = LoadOptions {
         filters: filters.clone(),
         ..LoadOptions::default()
     };
-    let payload = load(dir, &options).expect("payload loads");
-    let plan = plan::build(&payload, filters, Mode::Updating, 0);
+    let mut payload = load(dir, &options).expect("payload loads");
+    let manifests = std::mem::take(&mut payload.manifests);
+    let plan = plan::build_from(payload.version(), manifests, filters, Mode::Updating, 0);
     (payload, plan)
 }
 
@@ -110,11 +111,9 @@ pub fn lint_dirs_with(new: &Path, old: Option<&Path>, filters: &Filters) -> Vec<
     let (payload, plan) = load_and_plan(new, filters);
     let previous = old.map(|o| load_and_plan(o, filters));
     let cx = Context::new(
-        &payload,
         &plan,
-        previous
-            .as_ref()
-            .map(|(payload, plan)| Previous { payload, plan }),
+        &payload.excluded,
+        previous.as_ref().map(|(_, plan)| Previous { plan }),
     );
     lint(&cx)
 }

@@ -38,7 +38,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
         .unwrap_or_default();
     let profile = &cx.plan.profile;
     let mut findings = Vec::new();
-    for e in &cx.payload.excluded {
+    for e in cx.excluded {
         let m = &e.manifest;
         let by_profile = e.reason == "no annotations" || e.reason.contains(INCLUDE_PREFIX);
         if !m.is_delete() || !by_profile || applied_here.contains(&m.id) {
