@@ -120,7 +120,7 @@ pub struct Manifest {
     /// Group, kind, namespace and name.
     pub id: ObjectId,
     /// The whole object, exactly as parsed.
-    pub object: Value,
+    pub object: std::sync::Arc<Value>,
 }
 
 impl Manifest {

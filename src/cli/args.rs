@@ -184,6 +184,7 @@ impl PayloadArgs {
             release_version: self.release_version.clone(),
             substitute_placeholder: substitute,
             detail: ObjectDetail::Whole,
+            parse_cache: None,
         })
     }
 
@@ -212,8 +213,27 @@ impl PayloadArgs {
         LoadOptions,
         Option<minicvo::image::ImageInfo>,
     )> {
+        self.load_cached(substitute, detail, None)
+    }
+
+    /// [`PayloadArgs::load_image`] through a parse cache shared with other loads of the
+    /// command (a file another load parsed with the same text is not parsed again).
+    ///
+    /// # Errors
+    /// Image, load and usage errors.
+    pub fn load_cached(
+        &self,
+        substitute: bool,
+        detail: ObjectDetail,
+        cache: Option<&std::sync::Arc<minicvo::payload::ParseCache>>,
+    ) -> anyhow::Result<(
+        minicvo::Payload,
+        LoadOptions,
+        Option<minicvo::image::ImageInfo>,
+    )> {
         let mut options = self.load_options(substitute)?;
         options.detail = detail;
+        options.parse_cache = cache.cloned();
         let fetched = self.image.fetch(&self.payload)?;
         let info = (fetched.dir != self.payload).then(|| fetched.info.clone());
         if let Some(i) = &info

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use minicvo::analysis::lint::report::{self, ProfileReport, Report};
 use minicvo::analysis::lint::{Context, Previous, lint as run_lint, schema, sort};
 use minicvo::analysis::profiles_seen;
-use minicvo::payload::{LoadOptions, load_unfiltered};
+use minicvo::payload::{LoadOptions, ParseCache, load_unfiltered};
 use minicvo::schema::BuiltIn;
 use minicvo::{Mode, ObjectDetail, plan};
 
@@ -64,8 +64,10 @@ pub struct LintArgs {
 /// # Errors
 /// Load errors of either payload, usage errors of the filters.
 pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
+    // Every profile's load and the previous payload's parse each distinct file once.
+    let cache = Arc::new(ParseCache::new());
     let profiles: Vec<String> = if a.all_profiles {
-        let (payload, options) = a.payload.load(false)?;
+        let (payload, options, _) = a.payload.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
         let seen = profiles_seen(&payload);
         if seen.is_empty() {
             vec![options.filters.profile]
@@ -96,7 +98,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (payload, options, image) = args.load_image(false, ObjectDetail::Whole)?;
+        let (payload, options, image) = args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
         if let Some(i) = image {
             payload_name = i.pinned;
         }
@@ -105,7 +107,8 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             Some(path) => {
                 let mut old_args = args.clone();
                 old_args.payload.clone_from(path);
-                let (old, _, old_image) = old_args.load_image(false, ObjectDetail::Whole)?;
+                let (old, _, old_image) =
+                    old_args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
                 if let Some(i) = old_image {
                     previous_name = Some(i.pinned);
                 }
@@ -183,7 +186,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     };
     print(&out)?;
     let has_errors = result.has_errors();
-    super::keep_until_exit((result, out, builtin, extra_crds));
+    super::keep_until_exit((result, out, builtin, extra_crds, cache));
     Ok(if has_errors {
         ExitCode::from(EXIT_FAILURE)
     } else {

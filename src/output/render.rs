@@ -10,7 +10,7 @@ pub fn list(manifests: &[&Manifest]) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "List",
-        "items": manifests.iter().map(|m| m.object.clone()).collect::<Vec<_>>(),
+        "items": manifests.iter().map(|m| Value::clone(&m.object)).collect::<Vec<_>>(),
     })
 }
 
@@ -23,7 +23,7 @@ pub fn yaml(manifests: &[&Manifest]) -> Result<String, serde_saphyr::SerializeEr
     for m in manifests {
         out.push_str("---\n");
         out.push_str(&format!("# {} document {}\n", m.path(), m.document));
-        out.push_str(&serde_saphyr::to_string(&m.object)?);
+        out.push_str(&serde_saphyr::to_string(&*m.object)?);
         if !out.ends_with('\n') {
             out.push('\n');
         }

@@ -12,6 +12,7 @@ mod fast_yaml;
 mod json_size;
 pub mod metadata;
 mod parse;
+pub mod parse_cache;
 mod read;
 pub mod template;
 
@@ -23,6 +24,7 @@ use rayon::prelude::*;
 pub use error::LoadError;
 pub use metadata::{ImageReferences, ReleaseMetadata};
 pub use parse::parse_manifest_text;
+pub use parse_cache::ParseCache;
 
 use crate::filter::Filters;
 use crate::manifest::{Manifest, Source};
@@ -49,6 +51,9 @@ pub struct LoadOptions {
     pub substitute_placeholder: bool,
     /// How much of each object to keep.
     pub detail: ObjectDetail,
+    /// Files parsed by earlier loads that gave it: a file whose text is the same is not
+    /// parsed again (its objects are shared). Loads give the same result with or without it.
+    pub parse_cache: Option<std::sync::Arc<ParseCache>>,
 }
 
 /// How much of each object a load keeps.
@@ -309,8 +314,16 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
             {
                 text = text.replace(VERSION_PLACEHOLDER, v).into();
             }
-            parse::parse_file(f.source, &f.name, &shown, &text, options.detail)
-                .map(FileOutcome::Manifests)
+            let cache = options.parse_cache.as_deref();
+            if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail))
+            {
+                return Ok(FileOutcome::Manifests(ms));
+            }
+            let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;
+            if let Some(c) = cache {
+                c.put(f.source, &f.name, &text, options.detail, &ms);
+            }
+            Ok(FileOutcome::Manifests(ms))
         })
     };
     let outcomes: Vec<Result<FileOutcome, LoadError>> =

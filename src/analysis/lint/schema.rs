@@ -43,7 +43,7 @@ pub fn catalog(
         .chain(extra_crds)
         .chain(payload)
         .filter(|m| m.is_crd())
-        .map(|m| (&m.object, m))
+        .map(|m| (&*m.object, m))
         .collect();
     catalog
         .add_crds(&crds)

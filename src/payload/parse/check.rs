@@ -133,7 +133,7 @@ pub(super) fn check_document(
             namespace,
             name,
         },
-        object: value,
+        object: value.into(),
     })
 }
 

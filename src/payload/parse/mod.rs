@@ -105,7 +105,7 @@ pub(crate) fn parse_file(
     for (document, doc) in docs.into_iter().enumerate() {
         let mut manifest = check_document(source, file_name, file, document, doc)?;
         if detail == ObjectDetail::Headers {
-            keep_headers(&mut manifest.object);
+            keep_headers(std::sync::Arc::make_mut(&mut manifest.object));
         }
         if let Some(&(first_document, first_line)) = seen.get(&manifest.id) {
             return Err(LoadError::Duplicate {
