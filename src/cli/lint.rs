@@ -64,10 +64,17 @@ pub struct LintArgs {
 /// # Errors
 /// Load errors of either payload, usage errors of the filters.
 pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
+    // The built-in schemas decode on their own thread while the payloads load.
+    let mut builtin_loading = (!a.no_schema).then(|| {
+        let version = a.kube_version.clone();
+        std::thread::spawn(move || BuiltIn::load(&version).map(Arc::new))
+    });
     // Every profile's load and the previous payload's parse each distinct file once.
     let cache = Arc::new(ParseCache::new());
     let profiles: Vec<String> = if a.all_profiles {
-        let (payload, options, _) = a.payload.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
+        let (payload, options, _) =
+            a.payload
+                .load_cached(false, ObjectDetail::Whole, Some(&cache))?;
         let seen = profiles_seen(&payload);
         if seen.is_empty() {
             vec![options.filters.profile]
@@ -77,11 +84,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     } else {
         vec![a.payload.filters.profile.clone()]
     };
-    let builtin = if a.no_schema {
-        None
-    } else {
-        Some(Arc::new(BuiltIn::load(&a.kube_version)?))
-    };
+    let mut builtin: Option<Arc<BuiltIn>> = None;
     let extra_crds = match &a.crds {
         Some(dir) => {
             let options = LoadOptions::default();
@@ -98,7 +101,8 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (payload, options, image) = args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
+        let (payload, options, image) =
+            args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
         if let Some(i) = image {
             payload_name = i.pinned;
         }
@@ -136,12 +140,24 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         });
         let mut payload = payload;
         let manifests = std::mem::take(&mut payload.manifests);
-        let plan = plan::build_from(payload.version(), manifests, &new_filters, Mode::Updating, 0);
+        let plan = plan::build_from(
+            payload.version(),
+            manifests,
+            &new_filters,
+            Mode::Updating,
+            0,
+        );
         let cx = Context::new(
             &plan,
             &payload.excluded,
             previous.as_ref().map(|(_, plan)| Previous { plan }),
         );
+        if let Some(loading) = builtin_loading.take() {
+            let loaded = loading
+                .join()
+                .map_err(|_| anyhow::anyhow!("loading the built-in schemas panicked"))??;
+            builtin = Some(loaded);
+        }
         // The rules and the schema validation are independent: run them side by side.
         let (mut findings, schema_findings) = rayon::join(
             || run_lint(&cx),

@@ -315,8 +315,7 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
                 text = text.replace(VERSION_PLACEHOLDER, v).into();
             }
             let cache = options.parse_cache.as_deref();
-            if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail))
-            {
+            if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail)) {
                 return Ok(FileOutcome::Manifests(ms));
             }
             let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;

@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
 use rayon::prelude::*;
+use serde_json::Value;
 
 pub use builtin::{BuiltIn, DEFAULT_KUBE_VERSION, KUBE_VERSIONS};
 use compile::{NodeId, Schemas};
@@ -264,10 +264,8 @@ impl Catalog {
         }
         let mut kept: Vec<usize> = last.into_values().collect();
         kept.sort_unstable();
-        let compiled: Vec<Result<Option<((String, String), Crd)>, SchemaError>> = kept
-            .par_iter()
-            .map(|&i| compile_crd(crds[i].0))
-            .collect();
+        let compiled: Vec<Result<Option<((String, String), Crd)>, SchemaError>> =
+            kept.par_iter().map(|&i| compile_crd(crds[i].0)).collect();
         for (i, result) in kept.into_iter().zip(compiled) {
             match result {
                 Ok(Some((key, crd))) => {

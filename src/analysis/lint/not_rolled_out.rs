@@ -16,7 +16,12 @@ use crate::plan::{Action, Plan};
 /// The previous payload's applied documents by identity, in payload order.
 fn by_id(previous: &Plan) -> HashMap<&ObjectId, Vec<&Manifest>> {
     let mut map: HashMap<&ObjectId, Vec<&Manifest>> = HashMap::new();
-    for o in previous.tasks.iter().map(|t| &t.manifest).filter(|o| !o.is_delete()) {
+    for o in previous
+        .tasks
+        .iter()
+        .map(|t| &t.manifest)
+        .filter(|o| !o.is_delete())
+    {
         map.entry(&o.id).or_default().push(o);
     }
     map
