@@ -118,7 +118,7 @@ timed() {
   local start end line
   # Read the clock in this shell (no `$(now_ms)` fork around the process) to 0.1 ms.
   start=$EPOCHREALTIME
-  if [[ $t == cli ]]; then
+  if [[ $t == cli || $t == beforecli ]]; then
     /usr/bin/time -f 'rss_kib=%M' -o "$WORK/time" "$@" >/dev/null 2>&1
     line=
   else
@@ -139,6 +139,21 @@ timed() {
   esac
 }
 
+# next_of DIR: a copy of payload DIR in which every third manifest file (in name order) ends
+# with one more comment line, as if the next release had changed a third of the files: the
+# `lint --previous` case where the two payloads share only some files.
+next_of() {
+  local p=$1 next
+  next="$WORK/next-$(basename "$p")"
+  if [[ ! -d $next ]]; then
+    cp -r "$p" "$next"
+    find "$next" -name '*.yaml' | LC_ALL=C sort | awk 'NR % 3 == 0' | while read -r f; do
+      printf '\n# changed in the next release\n' >>"$f"
+    done
+  fi
+  echo "$next"
+}
+
 load_round() {
   local c=$1 p=$2 r=$3
   local -a sides=(go rust)
@@ -155,10 +170,13 @@ load_round() {
         timed "$c" minicvo warm "$LOADBENCH" load -n "$WARM" "$p"
         timed "$c" cli cold "$MINICVO" plan -q -o json "$p"
         timed "$c" cli lint "$MINICVO" lint -q --previous "$p" "$p"
+        timed "$c" cli lintnext "$MINICVO" lint -q --previous "$p" "$(next_of "$p")"
         if [[ -n $BEFORE_BENCH ]]; then
           timed "$c" before cold "$BEFORE_BENCH" load -n 1 "$p"
           timed "$c" before warm "$BEFORE_BENCH" load -n "$WARM" "$p"
           timed "$c" beforecli cold "$BEFORE_MINICVO" plan -q -o json "$p"
+          timed "$c" beforecli lint "$BEFORE_MINICVO" lint -q --previous "$p" "$p"
+          timed "$c" beforecli lintnext "$BEFORE_MINICVO" lint -q --previous "$p" "$(next_of "$p")"
         fi
         ;;
     esac
@@ -175,8 +193,11 @@ before_after() {
     local c=${cs%%:*} b a brss arss
     b=$(med "$c" "$bt" "$bm")
     a=$(med "$c" "$at" "$am")
-    brss=$(med "$c" "$bt" cold_rss_kib)
-    arss=$(med "$c" "$rt" cold_rss_kib)
+    # The peak RSS of the same process kind (cold for the loadbench, lint for lint).
+    local rk=cold_rss_kib
+    [[ $bm == *_process_ms ]] && rk=${bm%_process_ms}_rss_kib
+    brss=$(med "$c" "$bt" "$rk")
+    arss=$(med "$c" "$rt" "$rk")
     printf '| %s | %s | %s | **%s** | %.0f | %.0f |\n' "$c" "$b" "$a" "$(ratio "$b" "$a")" \
       "$(awk -v k="$brss" 'BEGIN{print k/1024}')" "$(awk -v k="$arss" 'BEGIN{print k/1024}')"
   done
@@ -208,6 +229,7 @@ bench_load() {
   echo
   echo "| payload | CVO warm ms | minicvo warm ms | ratio | CVO cold process ms | minicvo cold process ms | ratio | \`minicvo plan -o json\` ms | CVO ÷ plan | \`minicvo lint --previous P P\` ms | 2 × CVO ÷ lint | CVO peak RSS MiB | loadbench peak RSS MiB | \`plan -o json\` peak RSS MiB | CVO alloc MiB/load |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  local -a lints=()
   for cs in "${cases[@]}"; do
     local c=${cs%%:*}
     local gw rw gc rc cli grss rrss crss galloc
@@ -222,11 +244,25 @@ bench_load() {
     galloc=$(med "$c" cvo warm_alloc_mib)
     local lint2
     lint2=$(med "$c" cli lint_process_ms)
+    lints+=("$c $lint2 $(med "$c" cli lintnext_process_ms) $(med "$c" cli lint_rss_kib) $gc")
     printf '| %s | %s | %s | **%s** | %s | %s | **%s** | %s | **%s** | %s | **%s** | %.0f | %.0f | %.0f | %s |\n' \
       "$c" "$gw" "$rw" "$(ratio "$gw" "$rw")" "$gc" "$rc" "$(ratio "$gc" "$rc")" "$cli" "$(ratio "$gc" "$cli")" \
       "$lint2" "$(ratio "$(awk -v g="$gc" 'BEGIN { print 2 * g }')" "$lint2")" \
       "$(awk -v k="$grss" 'BEGIN{print k/1024}')" "$(awk -v k="$rrss" 'BEGIN{print k/1024}')" \
       "$(awk -v k="$crss" 'BEGIN{print k/1024}')" "$galloc"
+  done
+  echo
+  echo "\`minicvo lint -q --previous OLD NEW\`: NEW = OLD (every file shared), and NEW = OLD with a third of its files changed (\`next_of\`):"
+  echo
+  echo "| payload | 2 × CVO ms | lint P P ms | 2 × CVO ÷ lint | lint P P' ms | 2 × CVO ÷ lint | lint peak RSS MiB |"
+  echo "|---|---|---|---|---|---|---|"
+  local l
+  for l in "${lints[@]}"; do
+    read -r c a b rss gc <<<"$l"
+    local two
+    two=$(awk -v g="$gc" 'BEGIN { print 2 * g }')
+    printf '| %s | %s | %s | **%s** | %s | **%s** | %.0f |\n' "$c" "$two" "$a" "$(ratio "$two" "$a")" "$b" "$(ratio "$two" "$b")" \
+      "$(awk -v k="$rss" 'BEGIN{print k/1024}')"
   done
   if [[ -n $BEFORE_BENCH ]]; then
     echo
@@ -235,6 +271,10 @@ bench_load() {
     before_after "warm ms" before warm_median_ms minicvo warm_median_ms minicvo
     echo
     before_after "\`plan -o json\` ms" beforecli cold_process_ms cli cold_process_ms cli
+    echo
+    before_after "\`lint --previous P P\` ms" beforecli lint_process_ms cli lint_process_ms cli
+    echo
+    before_after "\`lint --previous P P'\` ms" beforecli lintnext_process_ms cli lintnext_process_ms cli
   fi
   echo
   echo "Raw measurements: $RAW"

@@ -325,7 +325,8 @@ mod tests {
                 namespace: Some("ns".into()),
                 name: "n".into(),
             },
-            object: json!({"apiVersion": api, "kind": kind, "metadata": {"name": "n", "namespace": "ns", "annotations": annotations}}),
+            object: json!({"apiVersion": api, "kind": kind, "metadata": {"name": "n", "namespace": "ns", "annotations": annotations}})
+                .into(),
         }
     }
 
@@ -336,7 +337,7 @@ mod tests {
         let f = Filters::default();
         let mut m = manifest("ConfigMap", "v1", json!({}));
         assert_eq!(f.include_at_load(&m, None).unwrap_err(), "no annotations");
-        m.object["metadata"]
+        std::sync::Arc::make_mut(&mut m.object)["metadata"]
             .as_object_mut()
             .unwrap()
             .remove("annotations");

@@ -59,5 +59,5 @@ pub mod stub_crds;
 
 pub use filter::Filters;
 pub use manifest::{Manifest, ObjectId};
-pub use payload::{LoadError, LoadOptions, ObjectDetail, Payload, load};
+pub use payload::{LoadError, LoadOptions, ObjectDetail, ParseCache, Payload, load};
 pub use plan::{Action, Mode, Plan, Task};

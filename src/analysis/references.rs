@@ -473,7 +473,7 @@ mod tests {
                 name: object["metadata"]["name"].as_str().unwrap().into(),
             },
             api_version: api,
-            object,
+            object: object.into(),
         }
     }
 

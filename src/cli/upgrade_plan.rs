@@ -49,6 +49,8 @@ pub struct UpgradePlanArgs {
 /// # Errors
 /// Load errors of either payload, usage errors of the filters.
 pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
+    // Files the two payloads share are parsed once.
+    let cache = std::sync::Arc::new(minicvo::payload::ParseCache::new());
     let load = |path: &PathBuf| {
         PayloadArgs {
             payload: path.clone(),
@@ -57,7 +59,7 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
             release_image: String::new(),
             release_version: None,
         }
-        .load_image(true, minicvo::ObjectDetail::Whole)
+        .load_cached(true, minicvo::ObjectDetail::Whole, Some(&cache))
     };
     let (old, options, old_image) = load(&a.old)?;
     let (new, _, new_image) = load(&a.new)?;

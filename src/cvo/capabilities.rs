@@ -226,7 +226,7 @@ mod tests {
                 namespace: Some("openshift-foo".into()),
                 name: name.into(),
             },
-            object: json!({"metadata": {"name": name, "annotations": annotations}}),
+            object: json!({"metadata": {"name": name, "annotations": annotations}}).into(),
         }
     }
 

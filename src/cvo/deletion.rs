@@ -112,7 +112,7 @@ mod tests {
                 namespace: Some("ns".into()),
                 name: "a".into(),
             },
-            object: json!({"metadata": {"name": "a", "annotations": annotations}}),
+            object: json!({"metadata": {"name": "a", "annotations": annotations}}).into(),
         }
     }
 

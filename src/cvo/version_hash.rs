@@ -177,7 +177,7 @@ mod tests {
                 namespace: None,
                 name: name.into(),
             },
-            object: json!({"kind": "ConfigMap", "metadata": {"name": name}}),
+            object: json!({"kind": "ConfigMap", "metadata": {"name": name}}).into(),
         };
         let ab = version_hash(&[m("a"), m("b")]);
         assert_eq!(ab.len(), 12);

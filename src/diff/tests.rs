@@ -47,7 +47,7 @@ impl LiveCluster for Fake {
     async fn dry_run_apply(&self, task: &Task) -> Result<Value, LiveError> {
         self.check(task)?;
         self.ns_exists(task)?;
-        let mut v = task.manifest.object.clone();
+        let mut v = Value::clone(&task.manifest.object);
         v["metadata"]["uid"] = json!("u");
         v["metadata"]["resourceVersion"] = json!("2");
         Ok(v)
@@ -71,7 +71,7 @@ fn manifest(file: &str, object: Value) -> Manifest {
             name: object["metadata"]["name"].as_str().unwrap().into(),
         },
         api_version: api,
-        object,
+        object: object.into(),
     }
 }
 

@@ -253,16 +253,21 @@ pub async fn upgrade(
     cancel: CancellationToken,
 ) -> Result<UpgradeReport, E2eError> {
     let started = Instant::now();
+    // Files the two payloads share are parsed once.
+    let base = LoadOptions {
+        parse_cache: Some(options.load.parse_cache.clone().unwrap_or_default()),
+        ..options.load.clone()
+    };
     let old = load(
         &options.from,
         options.from_version.as_ref(),
-        &options.load,
+        &base,
         "--from-version",
     )?;
     let new = load(
         &options.to,
         options.to_version.as_ref(),
-        &options.load,
+        &base,
         "--to-version",
     )?;
     let mut warnings: Vec<String> = Vec::new();

@@ -22,7 +22,7 @@ fn task(id: usize, file: &str, kind: &str, api: &str) -> Task {
                 namespace: None,
                 name: format!("n{id}"),
             },
-            object: serde_json::json!({}),
+            object: serde_json::json!({}).into(),
         },
         run_level: key.as_ref().map(|k| k.0.clone()),
         component: key.map(|k| k.1),

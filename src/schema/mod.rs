@@ -170,6 +170,9 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
+/// A CRD's group and kind.
+type CrdKey = (String, String);
+
 /// The group and kind a CRD defines, when it names both.
 fn crd_key(crd: &Value) -> Option<(&str, &str)> {
     let spec = &crd["spec"];
@@ -180,7 +183,7 @@ fn crd_key(crd: &Value) -> Option<(&str, &str)> {
 }
 
 /// Compiles a CRD's schemas; `None` for a CRD without group or kind.
-fn compile_crd(crd: &Value) -> Result<Option<((String, String), Crd)>, SchemaError> {
+fn compile_crd(crd: &Value) -> Result<Option<(CrdKey, Crd)>, SchemaError> {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -252,7 +255,7 @@ impl Catalog {
     ///
     /// # Errors
     /// The first CRD, in the given order, whose schema does not compile; `context` names it.
-    pub fn add_crds<'a, C>(&mut self, crds: &[(&'a Value, C)]) -> Result<(), (C, SchemaError)>
+    pub fn add_crds<C>(&mut self, crds: &[(&Value, C)]) -> Result<(), (C, SchemaError)>
     where
         C: Clone + Send + Sync,
     {
@@ -264,7 +267,7 @@ impl Catalog {
         }
         let mut kept: Vec<usize> = last.into_values().collect();
         kept.sort_unstable();
-        let compiled: Vec<Result<Option<((String, String), Crd)>, SchemaError>> =
+        let compiled: Vec<Result<Option<(CrdKey, Crd)>, SchemaError>> =
             kept.par_iter().map(|&i| compile_crd(crds[i].0)).collect();
         for (i, result) in kept.into_iter().zip(compiled) {
             match result {

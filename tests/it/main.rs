@@ -45,6 +45,7 @@ mod fuzz_corpus;
 mod lint_harm_shapes;
 mod load_errors;
 mod load_headers;
+mod load_shared;
 mod merge_cluster;
 mod merge_cluster_kinds;
 mod node_mco_story;

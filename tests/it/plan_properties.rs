@@ -54,7 +54,7 @@ fn manifests(specs: &[Spec]) -> Vec<Manifest> {
                     namespace: Some("n".into()),
                     name: format!("t{i}"),
                 },
-                object: serde_json::json!({}),
+                object: serde_json::json!({}).into(),
             }
         })
         .collect()

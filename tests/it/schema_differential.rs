@@ -459,19 +459,19 @@ fn lint_profile(builtin: &Arc<BuiltIn>, dir: &Path, all: &Payload, profile: &str
         ..all.clone()
     };
     let plan = plan::build(&payload, &filters, Mode::Updating, 0);
-    let cx = Context::new(&payload, &plan, None);
+    let cx = Context::new(&plan, &payload.excluded, None);
     let catalog: Catalog = schema::catalog(builtin.clone(), &cx, &[]).expect("catalog");
     let crds = plan
         .tasks
         .iter()
         .filter(|t| applies(t) && t.manifest.is_crd())
-        .map(|t| t.manifest.object.clone())
+        .map(|t| serde_json::Value::clone(&t.manifest.object))
         .collect();
     let mut cases = Vec::new();
     for (i, t) in plan.tasks.iter().enumerate().filter(|(_, t)| applies(t)) {
         let m = &t.manifest;
         let label = format!("{payload_name}/{}#{}", m.path(), m.document);
-        let mut variants = vec![(None, m.object.clone())];
+        let mut variants = vec![(None, serde_json::Value::clone(&m.object))];
         let all = mutations(&m.object, i);
         // One mutation per object, two for every fourth one.
         let picked = [

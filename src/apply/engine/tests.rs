@@ -73,7 +73,8 @@ fn manifest(file: &str, name: &str) -> Manifest {
         },
         object: serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": "ns",
-                "annotations": {"include.release.openshift.io/self-managed-high-availability": "true"}}}),
+                "annotations": {"include.release.openshift.io/self-managed-high-availability": "true"}}})
+        .into(),
     }
 }
 

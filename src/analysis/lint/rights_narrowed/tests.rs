@@ -270,7 +270,8 @@ fn role_manifest(rules: Value) -> Manifest {
         },
         api_version: RBAC_API.into(),
         object: json!({"apiVersion": RBAC_API, "kind": "ClusterRole",
-            "metadata": {"name": "r"}, "rules": rules}),
+            "metadata": {"name": "r"}, "rules": rules})
+        .into(),
     }
 }
 

@@ -443,7 +443,7 @@ pub async fn verify(client: &Client, plan: &Plan, report: Option<&Value>) -> Vec
             Action::Apply => match &live {
                 None => problems.push(format!("{label}: missing")),
                 Some(o) => {
-                    let mut want = t.manifest.object.clone();
+                    let mut want = Value::clone(&t.manifest.object);
                     if let Value::Object(m) = &mut want {
                         m.remove("status");
                     }
