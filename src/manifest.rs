@@ -119,7 +119,9 @@ pub struct Manifest {
     pub api_version: String,
     /// Group, kind, namespace and name.
     pub id: ObjectId,
-    /// The whole object, exactly as parsed.
+    /// The whole object, exactly as parsed. Shared, not copied, by clones of the manifest and
+    /// by loads that parse the same file text ([`crate::payload::ParseCache`]); a change goes
+    /// through `Arc::make_mut`, which copies a shared object first.
     pub object: std::sync::Arc<Value>,
 }
 

@@ -164,10 +164,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             || {
                 builtin
                     .as_ref()
-                    .map(|b| {
-                        let catalog = schema::catalog(b.clone(), &cx, &extra_crds)?;
-                        Ok::<_, anyhow::Error>(schema::check(&cx, &catalog))
-                    })
+                    .map(|b| schema::catalog_and_check(b.clone(), &cx, &extra_crds))
                     .transpose()
             },
         );

@@ -58,14 +58,61 @@ pub fn catalog(
 /// manifests are left out: the CVO never sends them, it creates its own object of the name.
 #[must_use]
 pub fn check(cx: &Context, catalog: &Catalog) -> Vec<Finding> {
-    let verdicts: Vec<(usize, Verdict)> = cx
-        .plan
+    findings(cx, verdicts(cx, catalog, |_| true))
+}
+
+/// [`catalog`] and [`check`] together, the built-in kinds checked while the CRDs compile: a
+/// built-in kind never looks at a CRD ([`Catalog::validate`] checks built-in kinds first), so
+/// the objects the built-in schemas do not know are checked afterwards against the whole
+/// catalog. The findings are those of [`check`] on [`catalog`].
+///
+/// # Errors
+/// As [`catalog`].
+pub fn catalog_and_check(
+    builtin: Arc<BuiltIn>,
+    cx: &Context,
+    extra_crds: &[Manifest],
+) -> Result<Vec<Finding>, SchemaError> {
+    let builtin_only = Catalog::new(builtin.clone());
+    let (catalog, first) = rayon::join(
+        || catalog(builtin, cx, extra_crds),
+        || verdicts(cx, &builtin_only, |_| true),
+    );
+    let catalog = catalog?;
+    let unknown: std::collections::HashSet<usize> = first
+        .iter()
+        .filter(|(_, v)| *v == Verdict::NoSchema)
+        .map(|(i, _)| *i)
+        .collect();
+    let second = verdicts(cx, &catalog, |i| unknown.contains(&i));
+    let mut all: Vec<(usize, Verdict)> = first
+        .into_iter()
+        .filter(|(i, _)| !unknown.contains(i))
+        .chain(second)
+        .collect();
+    all.sort_by_key(|(i, _)| *i);
+    Ok(findings(cx, all))
+}
+
+/// The verdict of every task that applies or creates an object and that `which` picks (by
+/// task id), in task order.
+fn verdicts(
+    cx: &Context,
+    catalog: &Catalog,
+    which: impl Fn(usize) -> bool + Sync,
+) -> Vec<(usize, Verdict)> {
+    cx.plan
         .tasks
         .par_iter()
         .enumerate()
-        .filter(|(_, t)| applies(t))
+        .filter(|(i, t)| applies(t) && which(*i))
         .map(|(i, t)| (i, catalog.validate(&t.manifest.object)))
-        .collect();
+        .collect()
+}
+
+/// The findings of verdicts in task order: one per violation, and one note per CRD whose CEL
+/// rules were not evaluated.
+fn findings(cx: &Context, verdicts: Vec<(usize, Verdict)>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut cel: BTreeMap<String, Location> = BTreeMap::new();
     for (i, verdict) in verdicts {
