@@ -28,8 +28,8 @@
 #   ROUNDS=5          rounds per comparison (each round runs both sides, order alternating)
 #   WARM=5            loads per process for the warm (in-process) load figures
 #   SIZES="1000 10000 50000"   synthetic payload sizes for `load`
-#   BEFORE=<git ref>  also run the loadbench of this commit (built in target/bench-before) in
-#                     `load`, for before/after ratios
+#   BEFORE=<git ref>  also run the loadbench, `plan -o json` and `lint --previous` of this commit
+#                     (built in target/bench-before) in `load`, for before/after ratios
 #   APPLY_N=1000      objects for `apply`
 #   LATENCY_MS="10"   for `apply`: also run the rounds through examples/delayproxy with this
 #                     many ms of round-trip time added (a remote cluster); "" skips them

@@ -102,6 +102,6 @@ pub fn upgrade_plan(a: &UpgradePlanArgs) -> anyhow::Result<ExitCode> {
         UpgradePlanFormat::Dot => dot::dot(&up),
     };
     print(&out)?;
-    super::keep_until_exit((up, old, new, out));
+    super::keep_until_exit((up, old, new, out, cache));
     Ok(ExitCode::SUCCESS)
 }
