@@ -170,7 +170,8 @@ pub fn from_payload(payload: Payload, filters: &Filters, mode: Mode, attempt: us
     build_from(version, payload.manifests, filters, mode, attempt)
 }
 
-/// Builds the plan of a payload's included manifests (copies them; see [`from_payload`]).
+/// Builds the plan of a payload's included manifests (clones them, the objects shared, not
+/// copied; [`from_payload`] takes them over).
 #[must_use]
 pub fn build(payload: &Payload, filters: &Filters, mode: Mode, attempt: usize) -> Plan {
     build_from(
