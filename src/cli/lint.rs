@@ -101,7 +101,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (payload, options, image) =
+        let (mut payload, options, image) =
             args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
         if let Some(i) = image {
             payload_name = i.pinned;
@@ -132,25 +132,14 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             }
             None => filters.clone(),
         };
-        // The plans take the manifests over: no copy of the objects.
-        let previous = old.map(|mut old| {
-            let manifests = std::mem::take(&mut old.manifests);
-            let plan = plan::build_from(old.version(), manifests, filters, Mode::Updating, 0);
-            (old, plan)
-        });
-        let mut payload = payload;
-        let manifests = std::mem::take(&mut payload.manifests);
-        let plan = plan::build_from(
-            payload.version(),
-            manifests,
-            &new_filters,
-            Mode::Updating,
-            0,
-        );
+        // The plans take the payloads over; only the exclusions are kept apart.
+        let previous = old.map(|old| plan::from_payload(old, filters, Mode::Updating, 0));
+        let excluded = std::mem::take(&mut payload.excluded);
+        let plan = plan::from_payload(payload, &new_filters, Mode::Updating, 0);
         let cx = Context::new(
             &plan,
-            &payload.excluded,
-            previous.as_ref().map(|(_, plan)| Previous { plan }),
+            &excluded,
+            previous.as_ref().map(|plan| Previous { plan }),
         );
         if let Some(loading) = builtin_loading.take() {
             let loaded = loading
@@ -181,7 +170,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             // The loaded payloads are not needed any more (earlier profiles' are freed, so
             // the peak stays that of one profile).
             drop(cx);
-            super::keep_until_exit((plan, payload, previous));
+            super::keep_until_exit((plan, excluded, previous));
         }
     }
     let result = Report {

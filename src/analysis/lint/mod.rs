@@ -261,8 +261,7 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// Builds the context. The plans own the manifests (build them with
-    /// [`crate::plan::from_payload`] or [`crate::plan::build_from`]: no copies).
+    /// Builds the context. The plans own the manifests ([`crate::plan::from_payload`]).
     #[must_use]
     pub fn new(plan: &'a Plan, excluded: &'a [Excluded], previous: Option<Previous<'a>>) -> Self {
         Context {

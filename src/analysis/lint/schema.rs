@@ -225,8 +225,8 @@ mod tests {
 
     fn run_schema(files: &[(&str, &str)]) -> Vec<Finding> {
         let dir = write(files);
-        let (p, plan) = load_and_plan(dir.path(), &crate::filter::Filters::default());
-        let cx = Context::new(&plan, &p.excluded, None);
+        let (excluded, plan) = load_and_plan(dir.path(), &crate::filter::Filters::default());
+        let cx = Context::new(&plan, &excluded, None);
         let builtin = Arc::new(BuiltIn::load("1.37").unwrap());
         let catalog = catalog(builtin, &cx, &[]).unwrap();
         check(&cx, &catalog)

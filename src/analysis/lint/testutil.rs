@@ -6,7 +6,7 @@ use tempfile::TempDir;
 
 use super::{Context, Finding, Previous, Rule, lint};
 use crate::filter::Filters;
-use crate::payload::{LoadOptions, Payload, load};
+use crate::payload::{Excluded, LoadOptions, load};
 use crate::plan::{self, Mode, Plan};
 
 /// The include annotations every test object gets.
@@ -73,16 +73,18 @@ pub fn write(files: &[(&str, &str)]) -> TempDir {
 }
 
 /// Loads a payload with the default filters (no placeholder substitution) and plans it in
-/// updating mode; the plan takes the manifests over, the payload keeps the rest.
-pub fn load_and_plan(dir: &Path, filters: &Filters) -> (Payload, Plan) {
+/// updating mode: the manifests the load excluded, and the plan.
+pub fn load_and_plan(dir: &Path, filters: &Filters) -> (Vec<Excluded>, Plan) {
     let options = LoadOptions {
         filters: filters.clone(),
         ..LoadOptions::default()
     };
     let mut payload = load(dir, &options).expect("payload loads");
-    let manifests = std::mem::take(&mut payload.manifests);
-    let plan = plan::build_from(payload.version(), manifests, filters, Mode::Updating, 0);
-    (payload, plan)
+    let excluded = std::mem::take(&mut payload.excluded);
+    (
+        excluded,
+        plan::from_payload(payload, filters, Mode::Updating, 0),
+    )
 }
 
 /// Lints `new` (with `old` as the previous payload when given) with the default filters.
@@ -108,11 +110,11 @@ pub fn lint_profile(new: &Path, old: Option<&Path>, profile: &str) -> Vec<Findin
 
 /// Lints payload directories with the given filters.
 pub fn lint_dirs_with(new: &Path, old: Option<&Path>, filters: &Filters) -> Vec<Finding> {
-    let (payload, plan) = load_and_plan(new, filters);
+    let (excluded, plan) = load_and_plan(new, filters);
     let previous = old.map(|o| load_and_plan(o, filters));
     let cx = Context::new(
         &plan,
-        &payload.excluded,
+        &excluded,
         previous.as_ref().map(|(_, plan)| Previous { plan }),
     );
     lint(&cx)
