@@ -69,12 +69,13 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         let version = a.kube_version.clone();
         std::thread::spawn(move || BuiltIn::load(&version).map(Arc::new))
     });
-    // Every profile's load and the previous payload's parse each distinct file once.
-    let cache = Arc::new(ParseCache::new());
+    // Every profile's load and the previous payload's parse each distinct file once (a
+    // single load keeps no cache: it would only copy every file's text).
+    let cache = (a.previous.is_some() || a.all_profiles).then(|| Arc::new(ParseCache::new()));
     let profiles: Vec<String> = if a.all_profiles {
         let (payload, options, _) =
             a.payload
-                .load_cached(false, ObjectDetail::Whole, Some(&cache))?;
+                .load_cached(false, ObjectDetail::Whole, cache.as_ref())?;
         let seen = profiles_seen(&payload);
         if seen.is_empty() {
             vec![options.filters.profile]
@@ -102,7 +103,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
         let (mut payload, options, image) =
-            args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
+            args.load_cached(false, ObjectDetail::Whole, cache.as_ref())?;
         if let Some(i) = image {
             payload_name = i.pinned;
         }
@@ -112,7 +113,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
                 let mut old_args = args.clone();
                 old_args.payload.clone_from(path);
                 let (old, _, old_image) =
-                    old_args.load_cached(false, ObjectDetail::Whole, Some(&cache))?;
+                    old_args.load_cached(false, ObjectDetail::Whole, cache.as_ref())?;
                 if let Some(i) = old_image {
                     previous_name = Some(i.pinned);
                 }
