@@ -106,6 +106,8 @@ pub(crate) fn parse_stream_as(text: &str, keep: Keep) -> Option<Vec<Document>> {
         headers: false,
         skipped_json: 0,
         seen: Vec::new(),
+        entries: Vec::new(),
+        items: Vec::new(),
     };
     let n = p.lines.len();
     let mut docs = Vec::new();
@@ -223,6 +225,12 @@ struct Parser<'a> {
     /// (they are not built, or not all their keys are kept); each mapping's run of keys
     /// starts where the stack was when it started.
     seen: Vec<Cow<'a, str>>,
+    /// The entries of the mappings being built, each mapping's run starting where the stack
+    /// was when it started: a mapping is built once its size is known, with no slack and no
+    /// regrowth.
+    entries: Vec<(Cow<'a, str>, Value)>,
+    /// The items of the sequences being built, as `entries` holds mapping entries.
+    items: Vec<Value>,
 }
 
 /// What is at a block node position.
@@ -350,6 +358,7 @@ impl<'a> Parser<'a> {
         let keep = self.keep;
         let filter = self.headers && self.depth == 0;
         let mark = self.seen.len();
+        let first = self.entries.len();
         let mut many: Option<HashSet<Cow<'a, str>>> = None;
         let mut map = Map::new();
         loop {
@@ -357,12 +366,9 @@ impl<'a> Parser<'a> {
                 return give_up();
             };
             let next = if keep && !filter {
-                // One hash per key: look the key up once, then fill the slot.
-                let serde_json::map::Entry::Vacant(slot) = map.entry(key) else {
-                    return give_up();
-                };
+                // Built whole at the end (duplicates are found then).
                 let (value, next) = self.value(li, after, m)?;
-                slot.insert(value);
+                self.entries.push((key, value));
                 next
             } else {
                 if !self.first_time(mark, &mut many, key.clone()) {
@@ -382,18 +388,33 @@ impl<'a> Parser<'a> {
             };
             let Some(nl) = self.next_content(next) else {
                 self.seen.truncate(mark);
-                return Some((Value::Object(map), self.end));
+                return Some((self.built_map(first, map)?, self.end));
             };
             let ind = indent(self.lines[nl]);
             if ind < m {
                 self.seen.truncate(mark);
-                return Some((Value::Object(map), nl));
+                return Some((self.built_map(first, map)?, nl));
             }
             if ind > m {
                 return give_up();
             }
             li = nl;
         }
+    }
+
+    /// The mapping whose entries are on the stack from `first` (a whole mapping), or `map`
+    /// (a mapping filled as it went). `None` on a duplicate key.
+    fn built_map(&mut self, first: usize, map: Map<String, Value>) -> Option<Value> {
+        if self.entries.len() == first {
+            return Some(Value::Object(map));
+        }
+        let mut map = Map::with_capacity(self.entries.len() - first);
+        for (key, value) in self.entries.drain(first..) {
+            if map.insert(key.into_owned(), value).is_some() {
+                return give_up();
+            }
+        }
+        Some(Value::Object(map))
     }
 
     /// The value of a mapping key at indentation `m` whose `:` ends at byte `after`.
@@ -426,7 +447,7 @@ impl<'a> Parser<'a> {
 
     /// A block sequence whose entries start with `-` at column `s`.
     fn sequence(&mut self, mut li: usize, s: usize) -> Option<(Value, usize)> {
-        let mut items = Vec::new();
+        let first = self.items.len();
         loop {
             let line = self.lines[li];
             let rest = &line[s + 1..];
@@ -447,12 +468,12 @@ impl<'a> Parser<'a> {
                 self.node(li, col, s)?
             };
             if self.keep {
-                items.push(item);
+                self.items.push(item);
             } else {
                 self.skipped_json += json_size::bound(&item) + 1;
             }
             let Some(nl) = self.next_content(next) else {
-                return Some((Value::Array(items), self.end));
+                return Some((Value::Array(self.items.drain(first..).collect()), self.end));
             };
             let l = self.lines[nl];
             let ind = indent(l);
@@ -461,7 +482,7 @@ impl<'a> Parser<'a> {
                 continue;
             }
             if ind <= s {
-                return Some((Value::Array(items), nl));
+                return Some((Value::Array(self.items.drain(first..).collect()), nl));
             }
             return give_up();
         }
