@@ -107,20 +107,38 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         if let Some(i) = image {
             payload_name = i.pinned;
         }
+        if let Some(loading) = builtin_loading.take() {
+            let loaded = loading
+                .join()
+                .map_err(|_| anyhow::anyhow!("loading the built-in schemas panicked"))??;
+            builtin = Some(loaded);
+        }
         let filters = &options.filters;
-        let old = match &a.previous {
-            Some(path) => {
-                let mut old_args = args.clone();
-                old_args.payload.clone_from(path);
-                let (old, _, old_image) =
-                    old_args.load_cached(false, ObjectDetail::Whole, cache.as_ref())?;
-                if let Some(i) = old_image {
-                    previous_name = Some(i.pinned);
+        // The payload's CRDs compile and its built-in kinds are checked while the previous
+        // payload loads.
+        let (early, old) = rayon::join(
+            || {
+                builtin
+                    .as_ref()
+                    .map(|b| schema::early(b.clone(), &payload.manifests))
+            },
+            || match &a.previous {
+                Some(path) => {
+                    let mut old_args = args.clone();
+                    old_args.payload.clone_from(path);
+                    old_args
+                        .load_cached(false, ObjectDetail::Whole, cache.as_ref())
+                        .map(|(old, _, image)| Some((old, image)))
                 }
-                Some(old)
+                None => Ok(None),
+            },
+        );
+        let old = old?.map(|(old, image)| {
+            if let Some(i) = image {
+                previous_name = Some(i.pinned);
             }
-            None => None,
-        };
+            old
+        });
         // The capabilities the update implicitly enables are on for the new payload.
         let new_filters = match &old {
             Some(old) => {
@@ -134,27 +152,23 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
             None => filters.clone(),
         };
         // The plans take the payloads over; only the exclusions are kept apart.
-        let previous = old.map(|old| plan::from_payload(old, filters, Mode::Updating, 0));
         let excluded = std::mem::take(&mut payload.excluded);
-        let plan = plan::from_payload(payload, &new_filters, Mode::Updating, 0);
+        let (previous, plan) = rayon::join(
+            || old.map(|old| plan::from_payload(old, filters, Mode::Updating, 0)),
+            || plan::from_payload(payload, &new_filters, Mode::Updating, 0),
+        );
         let cx = Context::new(
             &plan,
             &excluded,
             previous.as_ref().map(|plan| Previous { plan }),
         );
-        if let Some(loading) = builtin_loading.take() {
-            let loaded = loading
-                .join()
-                .map_err(|_| anyhow::anyhow!("loading the built-in schemas panicked"))??;
-            builtin = Some(loaded);
-        }
-        // The rules and the schema validation are independent: run them side by side.
+        // The rules and the rest of the schema validation are independent: run them side by
+        // side.
         let (mut findings, schema_findings) = rayon::join(
             || run_lint(&cx),
             || {
-                builtin
-                    .as_ref()
-                    .map(|b| schema::catalog_and_check(b.clone(), &cx, &extra_crds))
+                early
+                    .map(|early| schema::check_early(early, &cx, &extra_crds))
                     .transpose()
             },
         );

@@ -159,6 +159,20 @@ struct Crd {
     versions: HashMap<String, CrdVersion>,
 }
 
+/// A CRD compiled ahead of its catalog (say while other work runs), for
+/// [`Catalog::add_crds_with`]; a schema that does not compile is kept as its error, which
+/// counts only if the catalog keeps the CRD.
+#[derive(Debug)]
+pub struct CompiledCrd(Result<Option<(CrdKey, Crd)>, SchemaError>);
+
+impl CompiledCrd {
+    /// Compiles `crd`, an `apiextensions.k8s.io/v1` object.
+    #[must_use]
+    pub fn new(crd: &Value) -> Self {
+        CompiledCrd(compile_crd(crd))
+    }
+}
+
 /// Built-in kinds and CRDs: everything objects are checked against.
 #[derive(Debug)]
 pub struct Catalog {
@@ -259,6 +273,22 @@ impl Catalog {
     where
         C: Clone + Send + Sync,
     {
+        self.add_crds_with(crds, |_| None)
+    }
+
+    /// [`Catalog::add_crds`], taking a CRD that stays from `ready` when it was compiled
+    /// before ([`CompiledCrd`]); only the others are compiled here.
+    ///
+    /// # Errors
+    /// As [`Catalog::add_crds`], whether the failing CRD was compiled here or before.
+    pub fn add_crds_with<C>(
+        &mut self,
+        crds: &[(&Value, C)],
+        mut ready: impl FnMut(&Value) -> Option<CompiledCrd>,
+    ) -> Result<(), (C, SchemaError)>
+    where
+        C: Clone + Send + Sync,
+    {
         let mut last: HashMap<(&str, &str), usize> = HashMap::new();
         for (i, (crd, _)) in crds.iter().enumerate() {
             if let Some(key) = crd_key(crd) {
@@ -267,8 +297,12 @@ impl Catalog {
         }
         let mut kept: Vec<usize> = last.into_values().collect();
         kept.sort_unstable();
-        let compiled: Vec<Result<Option<(CrdKey, Crd)>, SchemaError>> =
-            kept.par_iter().map(|&i| compile_crd(crds[i].0)).collect();
+        let before: Vec<Option<CompiledCrd>> = kept.iter().map(|&i| ready(crds[i].0)).collect();
+        let compiled: Vec<Result<Option<(CrdKey, Crd)>, SchemaError>> = kept
+            .par_iter()
+            .zip(before)
+            .map(|(&i, before)| before.map_or_else(|| compile_crd(crds[i].0), |c| c.0))
+            .collect();
         for (i, result) in kept.into_iter().zip(compiled) {
             match result {
                 Ok(Some((key, crd))) => {

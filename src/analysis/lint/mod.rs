@@ -34,6 +34,7 @@ pub mod tombstones;
 use std::cmp::Reverse;
 use std::fmt;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::placement::Placements;
@@ -324,37 +325,40 @@ pub fn applies(t: &Task) -> bool {
     matches!(t.action, Action::Apply | Action::CreateOnly)
 }
 
-/// Runs every rule and returns the findings, errors first, then by file and document.
+/// The rules, in the order their findings are gathered before sorting.
+const RULES: [fn(&Context) -> Vec<Finding>; 10] = [
+    delete_before_user::check,
+    applied_and_deleted::check,
+    crd_order::check,
+    namespace_order::check,
+    tombstones::check,
+    duplicates::check,
+    cluster_operators::check,
+    delete_annotation::check,
+    not_rolled_out::check,
+    rights_narrowed::check,
+];
+
+/// Runs every rule (side by side) and returns the findings, errors first, then by file and
+/// document.
 #[must_use]
 pub fn lint(cx: &Context) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    findings.extend(delete_before_user::check(cx));
-    findings.extend(applied_and_deleted::check(cx));
-    findings.extend(crd_order::check(cx));
-    findings.extend(namespace_order::check(cx));
-    findings.extend(tombstones::check(cx));
-    findings.extend(duplicates::check(cx));
-    findings.extend(cluster_operators::check(cx));
-    findings.extend(delete_annotation::check(cx));
-    findings.extend(not_rolled_out::check(cx));
-    findings.extend(rights_narrowed::check(cx));
+    let mut findings: Vec<Finding> = RULES.par_iter().flat_map_iter(|rule| rule(cx)).collect();
     sort(&mut findings);
     findings
 }
 
 /// Sorts findings: most severe first, then by payload position, notes without a document last.
 pub fn sort(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        let key = |f: &Finding| {
-            (
-                Reverse(f.severity),
-                f.location.is_none(),
-                f.location.as_ref().map(|l| (l.file.clone(), l.document)),
-                f.rule,
-            )
-        };
-        key(a).cmp(&key(b)).then_with(|| a.message.cmp(&b.message))
-    });
+    fn key(f: &Finding) -> (Reverse<Severity>, bool, Option<(&str, usize)>, Rule) {
+        (
+            Reverse(f.severity),
+            f.location.is_none(),
+            f.location.as_ref().map(|l| (l.file.as_str(), l.document)),
+            f.rule,
+        )
+    }
+    findings.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.message.cmp(&b.message)));
 }
 
 #[cfg(test)]

@@ -8,14 +8,15 @@
 //! CEL is not evaluated offline. Objects of kinds with no known schema are left to
 //! `unserved-kind`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::{Context, Finding, Location, Rule, Severity, Side, applies};
 use crate::manifest::Manifest;
-use crate::schema::{BuiltIn, Catalog, SchemaError, Verdict};
+use crate::schema::{BuiltIn, Catalog, CompiledCrd, SchemaError, Verdict};
+use serde_json::Value;
 
 /// The catalog for `cx`: the built-in kinds, then the CRDs of the previous payload, of
 /// `extra_crds` (`--crds DIR`) and of the payload, later ones replacing earlier ones (a
@@ -28,6 +29,16 @@ pub fn catalog(
     cx: &Context,
     extra_crds: &[Manifest],
 ) -> Result<Catalog, SchemaError> {
+    catalog_with(builtin, cx, extra_crds, |_| None)
+}
+
+/// [`catalog`], taking the CRDs compiled before from `ready`.
+fn catalog_with(
+    builtin: Arc<BuiltIn>,
+    cx: &Context,
+    extra_crds: &[Manifest],
+    ready: impl FnMut(&Value) -> Option<CompiledCrd>,
+) -> Result<Catalog, SchemaError> {
     let mut catalog = Catalog::new(builtin);
     let previous = cx
         .previous
@@ -39,14 +50,14 @@ pub fn catalog(
         .iter()
         .filter(|t| applies(t))
         .map(|t| &t.manifest);
-    let crds: Vec<(&serde_json::Value, &Manifest)> = previous
+    let crds: Vec<(&Value, &Manifest)> = previous
         .chain(extra_crds)
         .chain(payload)
         .filter(|m| m.is_crd())
         .map(|m| (&*m.object, m))
         .collect();
     catalog
-        .add_crds(&crds)
+        .add_crds_with(&crds, ready)
         .map_err(|(m, e)| SchemaError::Compile {
             schema: format!("{}: document {} (line {})", m.path(), m.document, m.line),
             message: e.to_string(),
@@ -58,56 +69,99 @@ pub fn catalog(
 /// manifests are left out: the CVO never sends them, it creates its own object of the name.
 #[must_use]
 pub fn check(cx: &Context, catalog: &Catalog) -> Vec<Finding> {
-    findings(cx, verdicts(cx, catalog, |_| true))
-}
-
-/// [`catalog`] and [`check`] together, the built-in kinds checked while the CRDs compile: a
-/// built-in kind never looks at a CRD ([`Catalog::validate`] checks built-in kinds first), so
-/// the objects the built-in schemas do not know are checked afterwards against the whole
-/// catalog. The findings are those of [`check`] on [`catalog`].
-///
-/// # Errors
-/// As [`catalog`].
-pub fn catalog_and_check(
-    builtin: Arc<BuiltIn>,
-    cx: &Context,
-    extra_crds: &[Manifest],
-) -> Result<Vec<Finding>, SchemaError> {
-    let builtin_only = Catalog::new(builtin.clone());
-    let (catalog, first) = rayon::join(
-        || catalog(builtin, cx, extra_crds),
-        || verdicts(cx, &builtin_only, |_| true),
-    );
-    let catalog = catalog?;
-    let unknown: std::collections::HashSet<usize> = first
-        .iter()
-        .filter(|(_, v)| *v == Verdict::NoSchema)
-        .map(|(i, _)| *i)
-        .collect();
-    let second = verdicts(cx, &catalog, |i| unknown.contains(&i));
-    let mut all: Vec<(usize, Verdict)> = first
-        .into_iter()
-        .filter(|(i, _)| !unknown.contains(i))
-        .chain(second)
-        .collect();
-    all.sort_by_key(|(i, _)| *i);
-    Ok(findings(cx, all))
-}
-
-/// The verdict of every task that applies or creates an object and that `which` picks (by
-/// task id), in task order.
-fn verdicts(
-    cx: &Context,
-    catalog: &Catalog,
-    which: impl Fn(usize) -> bool + Sync,
-) -> Vec<(usize, Verdict)> {
-    cx.plan
+    let all = cx
+        .plan
         .tasks
         .par_iter()
         .enumerate()
-        .filter(|(i, t)| applies(t) && which(*i))
+        .filter(|(_, t)| applies(t))
         .map(|(i, t)| (i, catalog.validate(&t.manifest.object)))
-        .collect()
+        .collect();
+    findings(cx, all)
+}
+
+/// Schema work done on a payload's manifests before its plan exists, so that it can run
+/// beside other work (the load of the previous payload): every CRD compiled and every object
+/// of a built-in kind checked. A built-in kind never looks at a CRD ([`Catalog::validate`]
+/// checks built-in kinds first), so these verdicts are those of the whole catalog.
+///
+/// Objects are known by identity: they are shared by the plan built from the same manifests
+/// and never change after the load; `Early` holds them, so an address cannot be reused.
+#[derive(Debug)]
+pub struct Early {
+    builtin: Arc<BuiltIn>,
+    objects: Vec<Arc<Value>>,
+    crds: HashMap<usize, CompiledCrd>,
+    verdicts: HashMap<usize, Verdict>,
+}
+
+/// The address that identifies an object for [`Early`].
+fn identity(object: &Value) -> usize {
+    std::ptr::from_ref(object) as usize
+}
+
+/// Compiles the CRDs of `manifests` and checks their objects of built-in kinds, in parallel
+/// (see [`Early`]).
+#[must_use]
+pub fn early(builtin: Arc<BuiltIn>, manifests: &[Manifest]) -> Early {
+    let builtin_only = Catalog::new(builtin.clone());
+    let (crds, verdicts) = rayon::join(
+        || {
+            manifests
+                .par_iter()
+                .filter(|m| m.is_crd())
+                .map(|m| (identity(&m.object), CompiledCrd::new(&m.object)))
+                .collect()
+        },
+        || {
+            manifests
+                .par_iter()
+                .filter_map(|m| {
+                    let verdict = builtin_only.validate(&m.object);
+                    (verdict != Verdict::NoSchema).then(|| (identity(&m.object), verdict))
+                })
+                .collect()
+        },
+    );
+    Early {
+        builtin,
+        objects: manifests.iter().map(|m| m.object.clone()).collect(),
+        crds,
+        verdicts,
+    }
+}
+
+/// The findings of [`check`] on [`catalog`], with the work `early` did on the payload's
+/// manifests: only the CRDs and objects it did not see are compiled and checked here.
+///
+/// # Errors
+/// As [`catalog`].
+pub fn check_early(
+    early: Early,
+    cx: &Context,
+    extra_crds: &[Manifest],
+) -> Result<Vec<Finding>, SchemaError> {
+    let Early {
+        builtin,
+        objects,
+        mut crds,
+        verdicts: known,
+    } = early;
+    let catalog = catalog_with(builtin, cx, extra_crds, |crd| crds.remove(&identity(crd)))?;
+    let all: Vec<(usize, Verdict)> = cx
+        .plan
+        .tasks
+        .par_iter()
+        .enumerate()
+        .filter(|(_, t)| applies(t))
+        .map(|(i, t)| {
+            let object = &*t.manifest.object;
+            let verdict = known.get(&identity(object)).cloned();
+            (i, verdict.unwrap_or_else(|| catalog.validate(object)))
+        })
+        .collect();
+    drop(objects);
+    Ok(findings(cx, all))
 }
 
 /// The findings of verdicts in task order: one per violation, and one note per CRD whose CEL
