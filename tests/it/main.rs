@@ -57,4 +57,5 @@ mod plan_properties;
 mod release_image;
 mod reliability;
 mod schema_differential;
+mod schema_early;
 mod security;
