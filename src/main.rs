@@ -7,6 +7,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc (version 2, without transparent huge pages): a whole payload is hundreds of
+/// thousands of small allocations, which it serves faster than glibc's malloc for about the
+/// same peak memory (BENCHMARKS.md §1).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose, args.quiet, args.log_format);

@@ -298,9 +298,16 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
 
     let read_one = |f: &FileEntry| {
         let shown = shown_path(&layout, root, f.source, &f.name);
+        let cache = options.parse_cache.as_deref();
         with_read_buffer(|buf| {
-            let read = read::read_text_into(&f.path, &shown, buf)?;
-            let mut text = std::borrow::Cow::Borrowed(read);
+            // A file the cache has not seen is read into a buffer of its own, which the cache
+            // then keeps (no copy); one it has seen is most likely the same text, compared
+            // from the reused buffer.
+            let mut text = if cache.is_some_and(|c| !c.has(f.source, &f.name)) {
+                std::borrow::Cow::Owned(read::read_text(&f.path, &shown)?)
+            } else {
+                std::borrow::Cow::Borrowed(read::read_text_into(&f.path, &shown, buf)?)
+            };
             if f.source == Source::Manifests {
                 match template::render(&text, &template_data) {
                     Ok(t) => text = t.into(),
@@ -314,13 +321,12 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
             {
                 text = text.replace(VERSION_PLACEHOLDER, v).into();
             }
-            let cache = options.parse_cache.as_deref();
             if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail)) {
                 return Ok(FileOutcome::Manifests(ms));
             }
             let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;
             if let Some(c) = cache {
-                c.put(f.source, &f.name, &text, options.detail, &ms);
+                c.put(f.source, &f.name, text.into_owned(), options.detail, &ms);
             }
             Ok(FileOutcome::Manifests(ms))
         })

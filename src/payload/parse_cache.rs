@@ -17,7 +17,7 @@ use crate::manifest::{Manifest, Source};
 #[derive(Debug)]
 struct Entry {
     detail: ObjectDetail,
-    text: Box<str>,
+    text: String,
     manifests: Vec<Manifest>,
 }
 
@@ -49,18 +49,24 @@ impl ParseCache {
         (entry.detail == detail && *entry.text == *text).then(|| entry.manifests.clone())
     }
 
+    /// Whether the cache holds a file of this directory and name (of any text and detail).
+    pub(crate) fn has(&self, source: Source, name: &str) -> bool {
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.contains_key(&(source, name.to_owned()))
+    }
+
     /// Keeps the manifests a file's text parsed into.
     pub(crate) fn put(
         &self,
         source: Source,
         name: &str,
-        text: &str,
+        text: String,
         detail: ObjectDetail,
         manifests: &[Manifest],
     ) {
         let entry = Entry {
             detail,
-            text: text.into(),
+            text,
             manifests: manifests.to_vec(),
         };
         self.files
