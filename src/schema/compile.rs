@@ -367,16 +367,16 @@ impl Compiler<'_> {
         let Some(o) = v.as_object() else {
             return Ok(n);
         };
-        let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let num = |k: &str| o.get(k).and_then(Value::as_f64);
-        let count = |k: &str| o.get(k).and_then(Value::as_u64);
-        n.ty = o
-            .get("type")
-            .and_then(Value::as_str)
-            .and_then(Ty::parse)
-            .unwrap_or(Ty::Any);
-        let format = o.get("format").and_then(Value::as_str).unwrap_or("");
-        if flag("x-kubernetes-int-or-string") || format == "int-or-string" {
+        let k = Keywords::of(o);
+        let flag = |v: Option<&Value>| v.and_then(Value::as_bool).unwrap_or(false);
+        let num = |v: Option<&Value>| v.and_then(Value::as_f64);
+        let count = |v: Option<&Value>| v.and_then(Value::as_u64);
+        n.ty =
+            k.ty.and_then(Value::as_str)
+                .and_then(Ty::parse)
+                .unwrap_or(Ty::Any);
+        let format = k.format.and_then(Value::as_str).unwrap_or("");
+        if flag(k.int_or_string) || format == "int-or-string" {
             n.special = Special::IntOrString;
             n.ty = Ty::Any;
         } else if self.dialect == Dialect::BuiltIn {
@@ -387,20 +387,20 @@ impl Compiler<'_> {
                 _ => {}
             }
         }
-        n.nullable = flag("nullable");
-        n.embedded = flag("x-kubernetes-embedded-resource");
-        n.cel = o
-            .get("x-kubernetes-validations")
+        n.nullable = flag(k.nullable);
+        n.embedded = flag(k.embedded);
+        n.cel = k
+            .validations
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
-        let preserve = flag("x-kubernetes-preserve-unknown-fields");
-        if let Some(Value::Object(props)) = o.get("properties") {
+        let preserve = flag(k.preserve);
+        if let Some(Value::Object(props)) = k.properties {
             for (k, s) in props {
                 let id = self.compile(s)?;
                 n.properties.insert(k.clone(), id);
             }
         }
-        n.extra = match o.get("additionalProperties") {
+        n.extra = match k.additional {
             Some(Value::Bool(false)) => Extra::Forbid,
             Some(Value::Bool(true)) => Extra::Any,
             Some(s @ Value::Object(_)) => Extra::Schema(self.compile(s)?),
@@ -411,34 +411,34 @@ impl Compiler<'_> {
                 _ => Extra::Forbid,
             },
         };
-        if let Some(items) = o.get("items") {
+        if let Some(items) = k.items {
             n.items = Some(self.compile(items)?);
         }
-        if let Some(Value::Array(r)) = o.get("required") {
+        if let Some(Value::Array(r)) = k.required {
             n.required = r
                 .iter()
                 .filter_map(|s| s.as_str().map(str::to_owned))
                 .collect();
         }
-        if let Some(Value::Array(e)) = o.get("enum") {
+        if let Some(Value::Array(e)) = k.enumeration {
             n.enumeration.clone_from(e);
         }
-        n.minimum = num("minimum").map(|m| (m, flag("exclusiveMinimum")));
-        n.maximum = num("maximum").map(|m| (m, flag("exclusiveMaximum")));
-        n.min_length = count("minLength");
-        n.max_length = count("maxLength");
-        n.min_items = count("minItems");
-        n.max_items = count("maxItems");
-        n.unique_items = flag("uniqueItems");
-        n.min_properties = count("minProperties");
-        n.max_properties = count("maxProperties");
-        if let Some(p) = o.get("pattern").and_then(Value::as_str) {
+        n.minimum = num(k.minimum).map(|m| (m, flag(k.exclusive_minimum)));
+        n.maximum = num(k.maximum).map(|m| (m, flag(k.exclusive_maximum)));
+        n.min_length = count(k.min_length);
+        n.max_length = count(k.max_length);
+        n.min_items = count(k.min_items);
+        n.max_items = count(k.max_items);
+        n.unique_items = flag(k.unique_items);
+        n.min_properties = count(k.min_properties);
+        n.max_properties = count(k.max_properties);
+        if let Some(p) = k.pattern.and_then(Value::as_str) {
             n.pattern = Some(Pattern::new(p));
         }
-        n.list_type = match o.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        n.list_type = match k.list_type.and_then(Value::as_str) {
             Some("set") => ListType::Set,
             Some("map") => ListType::Map(
-                o.get("x-kubernetes-list-map-keys")
+                k.list_map_keys
                     .and_then(Value::as_array)
                     .map(|a| {
                         a.iter()
@@ -450,8 +450,8 @@ impl Compiler<'_> {
             _ => ListType::Atomic,
         };
         if self.dialect == Dialect::Structural {
-            for (key, list) in [("allOf", 0), ("anyOf", 1), ("oneOf", 2)] {
-                if let Some(Value::Array(a)) = o.get(key) {
+            for (of, list) in [(k.all_of, 0), (k.any_of, 1), (k.one_of, 2)] {
+                if let Some(Value::Array(a)) = of {
                     let mut ids = Vec::with_capacity(a.len());
                     for s in a {
                         ids.push(self.compile(s)?);
@@ -463,10 +463,89 @@ impl Compiler<'_> {
                     }
                 }
             }
-            if let Some(s) = o.get("not") {
+            if let Some(s) = k.not {
                 n.not = Some(self.compile(s)?);
             }
         }
         Ok(n)
+    }
+}
+
+/// The keywords of one schema object that compiling reads, found in one pass over its
+/// entries (instead of a hashed lookup per keyword).
+#[derive(Default)]
+struct Keywords<'v> {
+    ty: Option<&'v Value>,
+    format: Option<&'v Value>,
+    int_or_string: Option<&'v Value>,
+    nullable: Option<&'v Value>,
+    embedded: Option<&'v Value>,
+    validations: Option<&'v Value>,
+    preserve: Option<&'v Value>,
+    properties: Option<&'v Value>,
+    additional: Option<&'v Value>,
+    items: Option<&'v Value>,
+    required: Option<&'v Value>,
+    enumeration: Option<&'v Value>,
+    minimum: Option<&'v Value>,
+    exclusive_minimum: Option<&'v Value>,
+    maximum: Option<&'v Value>,
+    exclusive_maximum: Option<&'v Value>,
+    min_length: Option<&'v Value>,
+    max_length: Option<&'v Value>,
+    min_items: Option<&'v Value>,
+    max_items: Option<&'v Value>,
+    unique_items: Option<&'v Value>,
+    min_properties: Option<&'v Value>,
+    max_properties: Option<&'v Value>,
+    pattern: Option<&'v Value>,
+    list_type: Option<&'v Value>,
+    list_map_keys: Option<&'v Value>,
+    all_of: Option<&'v Value>,
+    any_of: Option<&'v Value>,
+    one_of: Option<&'v Value>,
+    not: Option<&'v Value>,
+}
+
+impl<'v> Keywords<'v> {
+    fn of(o: &'v serde_json::Map<String, Value>) -> Self {
+        let mut k = Keywords::default();
+        for (key, v) in o {
+            let slot = match key.as_str() {
+                "type" => &mut k.ty,
+                "format" => &mut k.format,
+                "x-kubernetes-int-or-string" => &mut k.int_or_string,
+                "nullable" => &mut k.nullable,
+                "x-kubernetes-embedded-resource" => &mut k.embedded,
+                "x-kubernetes-validations" => &mut k.validations,
+                "x-kubernetes-preserve-unknown-fields" => &mut k.preserve,
+                "properties" => &mut k.properties,
+                "additionalProperties" => &mut k.additional,
+                "items" => &mut k.items,
+                "required" => &mut k.required,
+                "enum" => &mut k.enumeration,
+                "minimum" => &mut k.minimum,
+                "exclusiveMinimum" => &mut k.exclusive_minimum,
+                "maximum" => &mut k.maximum,
+                "exclusiveMaximum" => &mut k.exclusive_maximum,
+                "minLength" => &mut k.min_length,
+                "maxLength" => &mut k.max_length,
+                "minItems" => &mut k.min_items,
+                "maxItems" => &mut k.max_items,
+                "uniqueItems" => &mut k.unique_items,
+                "minProperties" => &mut k.min_properties,
+                "maxProperties" => &mut k.max_properties,
+                "pattern" => &mut k.pattern,
+                "x-kubernetes-list-type" => &mut k.list_type,
+                "x-kubernetes-list-map-keys" => &mut k.list_map_keys,
+                "allOf" => &mut k.all_of,
+                "anyOf" => &mut k.any_of,
+                "oneOf" => &mut k.one_of,
+                "not" => &mut k.not,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        k
     }
 }
