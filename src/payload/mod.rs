@@ -214,9 +214,10 @@ fn shown_path(layout: &Layout, root: &Path, source: Source, name: &str) -> Strin
     }
 }
 
-/// Result of reading one file: its manifests, or a warning when a template file was skipped.
+/// Result of reading one file: its manifests, each with the verdict of the load-time filters
+/// (the reason one is excluded), or a warning when a template file was skipped.
 enum FileOutcome {
-    Manifests(Vec<Manifest>),
+    Manifests(Vec<(Manifest, Result<(), String>)>),
     Skipped(String),
 }
 
@@ -296,6 +297,15 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
             .flatten()
     });
 
+    let major = metadata.as_ref().map(|m| m.version.major);
+    // The filters run on the parsing threads too.
+    let filtered = |ms: Vec<Manifest>| {
+        let verdicts = ms.into_iter().map(|m| {
+            let verdict = options.filters.include_at_load(&m, major);
+            (m, verdict)
+        });
+        FileOutcome::Manifests(verdicts.collect())
+    };
     let read_one = |f: &FileEntry| {
         let shown = shown_path(&layout, root, f.source, &f.name);
         let cache = options.parse_cache.as_deref();
@@ -322,27 +332,26 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
                 text = text.replace(VERSION_PLACEHOLDER, v).into();
             }
             if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail)) {
-                return Ok(FileOutcome::Manifests(ms));
+                return Ok(filtered(ms));
             }
             let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;
             if let Some(c) = cache {
                 c.put(f.source, &f.name, text.into_owned(), options.detail, &ms);
             }
-            Ok(FileOutcome::Manifests(ms))
+            Ok(filtered(ms))
         })
     };
     let outcomes: Vec<Result<FileOutcome, LoadError>> =
         on_parse_threads(|| files.par_iter().map(read_one).collect());
 
-    let major = metadata.as_ref().map(|m| m.version.major);
     let mut manifests = Vec::new();
     let mut excluded = Vec::new();
     for outcome in outcomes {
         match outcome? {
             FileOutcome::Skipped(w) => warnings.push(w),
             FileOutcome::Manifests(ms) => {
-                for m in ms {
-                    match options.filters.include_at_load(&m, major) {
+                for (m, verdict) in ms {
+                    match verdict {
                         Ok(()) => manifests.push(m),
                         Err(reason) => excluded.push(Excluded {
                             manifest: m,
