@@ -160,6 +160,7 @@ pub fn check_early(
             (i, verdict.unwrap_or_else(|| catalog.validate(object)))
         })
         .collect();
+    // Held until every address has been looked up.
     drop(objects);
     Ok(findings(cx, all))
 }
