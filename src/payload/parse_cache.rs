@@ -26,7 +26,8 @@ struct Entry {
 /// that parsed are kept; the last parse of a name replaces an earlier one.
 #[derive(Debug, Default)]
 pub struct ParseCache {
-    files: Mutex<HashMap<(Source, String), Entry>>,
+    /// By directory, then name (looked up by `&str`, with no key to build).
+    files: Mutex<HashMap<Source, HashMap<String, Entry>>>,
 }
 
 impl ParseCache {
@@ -45,14 +46,14 @@ impl ParseCache {
         detail: ObjectDetail,
     ) -> Option<Vec<Manifest>> {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = files.get(&(source, name.to_owned()))?;
+        let entry = files.get(&source)?.get(name)?;
         (entry.detail == detail && *entry.text == *text).then(|| entry.manifests.clone())
     }
 
     /// Whether the cache holds a file of this directory and name (of any text and detail).
     pub(crate) fn has(&self, source: Source, name: &str) -> bool {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        files.contains_key(&(source, name.to_owned()))
+        files.get(&source).is_some_and(|f| f.contains_key(name))
     }
 
     /// Keeps the manifests a file's text parsed into.
@@ -72,13 +73,16 @@ impl ParseCache {
         self.files
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert((source, name.to_owned()), entry);
+            .entry(source)
+            .or_default()
+            .insert(name.to_owned(), entry);
     }
 
     /// How many files the cache holds.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.files.lock().unwrap_or_else(|e| e.into_inner()).len()
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.values().map(HashMap::len).sum()
     }
 
     /// Whether the cache holds no file.
