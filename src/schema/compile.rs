@@ -257,6 +257,8 @@ impl Schemas {
         &mut self,
         named: &Map<String, Value>,
     ) -> Result<HashMap<String, NodeId>, SchemaError> {
+        self.nodes
+            .reserve(named.values().map(objects_in).sum::<usize>() + named.len());
         let mut ids = HashMap::new();
         for name in named.keys() {
             ids.insert(name.clone(), self.nodes.len());
@@ -289,6 +291,7 @@ impl Schemas {
     /// # Errors
     /// A `$ref` (not allowed in a CRD).
     pub fn compile_structural(&mut self, schema: &Value, at: &str) -> Result<NodeId, SchemaError> {
+        self.nodes.reserve(objects_in(schema));
         let refs = HashMap::new();
         let mut c = Compiler {
             schemas: self,
@@ -297,6 +300,17 @@ impl Schemas {
             at,
         };
         c.compile(schema)
+    }
+}
+
+/// The objects in `v`, itself included: about as many as the nodes its schema compiles into
+/// (every node but a rare boolean schema is an object), so the arena is allocated once
+/// instead of regrown, and copied, while a large schema compiles.
+fn objects_in(v: &Value) -> usize {
+    match v {
+        Value::Object(o) => 1 + o.values().map(objects_in).sum::<usize>(),
+        Value::Array(a) => a.iter().map(objects_in).sum(),
+        _ => 0,
     }
 }
 

@@ -81,8 +81,14 @@ impl Parser<'_> {
             return Some((Value::String(String::new()), i));
         }
         let n = indent(self.lines[i]);
+        // Built at its final size (at most): no regrowth of a long script or config.
+        let capacity = if self.keep {
+            leading + self.block_bytes(i, n) + 1
+        } else {
+            0
+        };
         let mut buf = Text {
-            buf: String::new(),
+            buf: String::with_capacity(capacity),
             keep: self.keep,
             json: 0,
         };
@@ -130,7 +136,24 @@ impl Parser<'_> {
                 buf.newlines(empties + 1);
             }
         }
+        debug_assert!(buf.buf.len() <= capacity || !self.keep);
         self.skipped_json += buf.json;
         Some((Value::String(buf.buf), i))
+    }
+
+    /// At least the bytes of the block scalar text whose first content line is `i`,
+    /// indented by `n`, with its line breaks: each line's text after the indentation and one
+    /// break. Folding and chomping only take away from it.
+    fn block_bytes(&self, mut i: usize, n: usize) -> usize {
+        let mut bytes = 0;
+        while i < self.end {
+            let l = self.lines[i];
+            if indent(l) < n && !trim_spaces_start(l).is_empty() {
+                break;
+            }
+            bytes += l.len().saturating_sub(n) + 1;
+            i += 1;
+        }
+        bytes
     }
 }
