@@ -99,7 +99,8 @@ impl Parser<'_> {
         let mut prev_spaced = false;
         while i < self.end {
             let l = self.lines[i];
-            if trim_spaces_start(l).is_empty() {
+            let ind = indent(l);
+            if ind == l.len() {
                 if l.len() > n {
                     return give_up();
                 }
@@ -107,7 +108,7 @@ impl Parser<'_> {
                 i += 1;
                 continue;
             }
-            if indent(l) < n {
+            if ind < n {
                 break;
             }
             let text = &l[n..];
@@ -148,7 +149,8 @@ impl Parser<'_> {
         let mut bytes = 0;
         while i < self.end {
             let l = self.lines[i];
-            if indent(l) < n && !trim_spaces_start(l).is_empty() {
+            let ind = indent(l);
+            if ind < n && ind < l.len() {
                 break;
             }
             bytes += l.len().saturating_sub(n) + 1;

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use std::cell::Cell;
 
-use super::{Document, HEADER_KEYS, Keep, parse_stream, parse_stream_as};
+use super::{Document, HEADER_KEYS, Keep, indent, parse_stream, parse_stream_as};
 use crate::payload::json_size;
 use crate::payload::parse::{FAST_PATH_JSON_EXPANSION, saphyr_documents};
 
@@ -388,4 +388,20 @@ fn fast_path_takes_a_fair_share_of_mutants_and_agrees_on_all() {
         taken * 5 >= total,
         "the fast path took only {taken} of {total} mutants"
     );
+}
+
+/// The word-at-a-time indentation count is the count of leading spaces, for every length
+/// and every place of the first other byte (ASCII, a tab, a multi-byte character).
+#[test]
+fn indent_counts_leading_spaces_at_every_length() {
+    for len in 0..40 {
+        let all = " ".repeat(len);
+        assert_eq!(indent(&all), len, "{len} spaces");
+        for first in 0..len {
+            for other in ["x", "\t", "é", "#"] {
+                let line = format!("{}{other}{}", " ".repeat(first), " ".repeat(len - first));
+                assert_eq!(indent(&line), first, "{line:?}");
+            }
+        }
+    }
 }
