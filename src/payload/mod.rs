@@ -28,6 +28,7 @@ pub use parse_cache::ParseCache;
 
 use crate::filter::Filters;
 use crate::manifest::{Manifest, Source};
+use parse_cache::{Origin, Stamp, TextInputs};
 
 /// Name of the release metadata file inside `release-manifests/`.
 pub const RELEASE_METADATA: &str = "release-metadata";
@@ -228,6 +229,9 @@ enum FileOutcome {
 /// object in one file, or bad `release-metadata` / `image-references`. Nothing is returned
 /// partially: one bad document rejects the payload.
 pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
+    // Files changed after this (less a margin) are not trusted to be unchanged by their
+    // metadata alone (see `parse_cache::Stamp`).
+    let started = std::time::SystemTime::now();
     let layout = layout(root)?;
     let mut warnings = Vec::new();
 
@@ -306,17 +310,44 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
         });
         FileOutcome::Manifests(verdicts.collect())
     };
+    let cache = options.parse_cache.as_deref();
+    // What the text of each directory's files is rendered from, for the cache.
+    let inputs = cache.map(|c| {
+        let version = placeholder_version.clone();
+        let templated = c.inputs_id(TextInputs {
+            template: Some(template_data.clone()),
+            version: version.clone(),
+        });
+        let plain = c.inputs_id(TextInputs {
+            template: None,
+            version,
+        });
+        (templated, plain)
+    });
     let read_one = |f: &FileEntry| {
         let shown = shown_path(&layout, root, f.source, &f.name);
-        let cache = options.parse_cache.as_deref();
+        let meta = read::checked_metadata(&f.path, &shown)?;
+        let origin = inputs.map(|(templated, plain)| Origin {
+            stamp: Stamp::of(&meta, started),
+            inputs: if f.source == Source::Manifests {
+                templated
+            } else {
+                plain
+            },
+        });
+        if let (Some(c), Some(origin)) = (cache, &origin)
+            && let Some(ms) = c.get_unchanged(f.source, &f.name, origin, options.detail)
+        {
+            return Ok(filtered(ms));
+        }
         with_read_buffer(|buf| {
             // A file the cache has not seen is read into a buffer of its own, which the cache
             // then keeps (no copy); one it has seen is most likely the same text, compared
             // from the reused buffer.
             let mut text = if cache.is_some_and(|c| !c.has(f.source, &f.name)) {
-                std::borrow::Cow::Owned(read::read_text(&f.path, &shown)?)
+                std::borrow::Cow::Owned(read::read_text_of(&f.path, &shown, &meta)?)
             } else {
-                std::borrow::Cow::Borrowed(read::read_text_into(&f.path, &shown, buf)?)
+                std::borrow::Cow::Borrowed(read::read_text_into(&f.path, &shown, &meta, buf)?)
             };
             if f.source == Source::Manifests {
                 match template::render(&text, &template_data) {
@@ -335,8 +366,15 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
                 return Ok(filtered(ms));
             }
             let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;
-            if let Some(c) = cache {
-                c.put(f.source, &f.name, text.into_owned(), options.detail, &ms);
+            if let (Some(c), Some(origin)) = (cache, origin) {
+                c.put(
+                    f.source,
+                    &f.name,
+                    text.into_owned(),
+                    origin,
+                    options.detail,
+                    &ms,
+                );
             }
             Ok(filtered(ms))
         })

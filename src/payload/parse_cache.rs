@@ -4,20 +4,85 @@
 //! Parsing is a function of the file's directory, name, text (after templating and the
 //! version placeholder) and the [`ObjectDetail`]; the manifests it gives do not depend on
 //! the payload's root or on the filters, which run after it. An entry is used only when all
-//! of these are equal, the text byte for byte, so a load through the cache returns exactly
-//! what a load without it returns. The objects are shared (`Arc`), not copied.
+//! of these are equal, so a load through the cache returns exactly what a load without it
+//! returns. The text is equal when it is byte for byte, or when it is the very file read
+//! before, unchanged since, rendered from the same inputs (see [`Stamp`]): such a file is
+//! not read again. The objects are shared (`Arc`), not copied.
 
 use std::collections::HashMap;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt as _;
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::ObjectDetail;
+use super::template::TemplateData;
 use crate::manifest::{Manifest, Source};
+
+/// What stands for a file's text without reading it: its device, inode, size and
+/// modification and change times. Any write changes the change time, and the kernel's file
+/// clock is coarse (a few milliseconds), so a file changed shortly before it was first read
+/// could be changed again with the same times: like Git's "racily clean" entries, a file
+/// changed less than [`SETTLED`] before its load started gets no stamp, and is compared by
+/// its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// How long before a load a file must have last changed for its [`Stamp`] to be trusted.
+const SETTLED: Duration = Duration::from_secs(2);
+
+impl Stamp {
+    /// The stamp of a file whose metadata is `meta`, read by a load that started at
+    /// `started`; `None` when it changed too recently (or in the future) to be trusted.
+    pub(crate) fn of(meta: &Metadata, started: SystemTime) -> Option<Stamp> {
+        let limit = started
+            .checked_sub(SETTLED)?
+            .duration_since(UNIX_EPOCH)
+            .ok()?;
+        let limit = (
+            i64::try_from(limit.as_secs()).ok()?,
+            i64::from(limit.subsec_nanos()),
+        );
+        let mtime = (meta.mtime(), meta.mtime_nsec());
+        let ctime = (meta.ctime(), meta.ctime_nsec());
+        (mtime < limit && ctime < limit).then_some(Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime,
+            ctime,
+        })
+    }
+}
+
+/// Where a file's text came from: the file, by its stamp if it has one, and what the text
+/// was rendered from (an id of [`ParseCache::inputs_id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub(crate) stamp: Option<Stamp>,
+    pub(crate) inputs: usize,
+}
+
+/// What a file's text is rendered from besides the file: the template data (files of
+/// `manifests/`) and the value of the version placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TextInputs {
+    pub(crate) template: Option<TemplateData>,
+    pub(crate) version: Option<String>,
+}
 
 /// One parsed file.
 #[derive(Debug)]
 struct Entry {
     detail: ObjectDetail,
     text: String,
+    origin: Origin,
     manifests: Vec<Manifest>,
 }
 
@@ -28,6 +93,8 @@ struct Entry {
 pub struct ParseCache {
     /// By directory, then name (looked up by `&str`, with no key to build).
     files: Mutex<HashMap<Source, HashMap<String, Entry>>>,
+    /// Every distinct [`TextInputs`] of the loads so far.
+    inputs: Mutex<Vec<TextInputs>>,
 }
 
 impl ParseCache {
@@ -50,24 +117,53 @@ impl ParseCache {
         (entry.detail == detail && *entry.text == *text).then(|| entry.manifests.clone())
     }
 
+    /// The manifests of a file parsed before with the same detail, when it is the same file
+    /// unchanged since (the same stamp) and its text was rendered from the same inputs: its
+    /// text is then the same without reading it. `None` for an `origin` without a stamp.
+    pub(crate) fn get_unchanged(
+        &self,
+        source: Source,
+        name: &str,
+        origin: &Origin,
+        detail: ObjectDetail,
+    ) -> Option<Vec<Manifest>> {
+        origin.stamp?;
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = files.get(&source)?.get(name)?;
+        (entry.detail == detail && entry.origin == *origin).then(|| entry.manifests.clone())
+    }
+
+    /// The index of `inputs` among those of earlier loads (added when new), for
+    /// an [`Origin`].
+    pub(crate) fn inputs_id(&self, inputs: TextInputs) -> usize {
+        let mut all = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = all.iter().position(|known| *known == inputs) {
+            return i;
+        }
+        all.push(inputs);
+        all.len() - 1
+    }
+
     /// Whether the cache holds a file of this directory and name (of any text and detail).
     pub(crate) fn has(&self, source: Source, name: &str) -> bool {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         files.get(&source).is_some_and(|f| f.contains_key(name))
     }
 
-    /// Keeps the manifests a file's text parsed into.
+    /// Keeps the manifests a file's text, of this origin, parsed into.
     pub(crate) fn put(
         &self,
         source: Source,
         name: &str,
         text: String,
+        origin: Origin,
         detail: ObjectDetail,
         manifests: &[Manifest],
     ) {
         let entry = Entry {
             detail,
             text,
+            origin,
             manifests: manifests.to_vec(),
         };
         self.files

@@ -43,35 +43,51 @@ fn io_error(shown: &str, source: io::Error) -> LoadError {
 /// [`LoadError::Io`] when the file cannot be opened or read, is not a regular file, or is
 /// larger than [`MAX_FILE_BYTES`]; [`LoadError::NotUtf8`] when it is not UTF-8.
 pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
+    let meta = checked_metadata(path, shown)?;
+    read_text_of(path, shown, &meta)
+}
+
+/// [`read_text`] of a file whose [`checked_metadata`] is `meta`.
+///
+/// # Errors
+/// As [`read_text`].
+pub(crate) fn read_text_of(
+    path: &Path,
+    shown: &str,
+    meta: &std::fs::Metadata,
+) -> Result<String, LoadError> {
     let mut bytes = Vec::new();
-    read_bytes(path, shown, &mut bytes)?;
+    read_bytes(path, shown, meta, &mut bytes)?;
     String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
         file: shown.to_string(),
         offset: e.utf8_error().valid_up_to(),
     })
 }
 
-/// [`read_text`] into `buf`, which is cleared first and can be reused from file to file (no
-/// new allocation and page faults for each file).
+/// [`read_text_of`] into `buf`, which is cleared first and can be reused from file to file
+/// (no new allocation and page faults for each file).
 ///
 /// # Errors
 /// As [`read_text`].
 pub(crate) fn read_text_into<'b>(
     path: &Path,
     shown: &str,
+    meta: &std::fs::Metadata,
     buf: &'b mut Vec<u8>,
 ) -> Result<&'b str, LoadError> {
-    read_bytes(path, shown, buf)?;
+    read_bytes(path, shown, meta, buf)?;
     std::str::from_utf8(buf).map_err(|e| LoadError::NotUtf8 {
         file: shown.to_string(),
         offset: e.valid_up_to(),
     })
 }
 
-/// Reads the bytes of `path` into `bytes` (cleared first), with the checks of [`read_text`].
-fn read_bytes(path: &Path, shown: &str, bytes: &mut Vec<u8>) -> Result<(), LoadError> {
-    bytes.clear();
-    // Check the type before opening: opening a FIFO for reading blocks until a writer comes.
+/// The metadata of `path` (following links), checked before any read: a regular file (opening
+/// a FIFO for reading blocks until a writer comes) of at most [`MAX_FILE_BYTES`].
+///
+/// # Errors
+/// [`LoadError::Io`] when there is no such file, or it is not a regular file or too large.
+pub(crate) fn checked_metadata(path: &Path, shown: &str) -> Result<std::fs::Metadata, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| io_error(shown, e))?;
     if !meta.file_type().is_file() {
         let what = describe(meta.file_type());
@@ -83,28 +99,41 @@ fn read_bytes(path: &Path, shown: &str, bytes: &mut Vec<u8>) -> Result<(), LoadE
             ),
         ));
     }
-    let too_large = || {
-        io_error(
-            shown,
-            io::Error::new(
-                io::ErrorKind::FileTooLarge,
-                format!(
-                    "file is larger than {} MiB, the most the loader reads",
-                    MAX_FILE_BYTES / (1024 * 1024)
-                ),
-            ),
-        )
-    };
     if meta.len() > MAX_FILE_BYTES {
-        return Err(too_large());
+        return Err(too_large(shown));
     }
+    Ok(meta)
+}
+
+fn too_large(shown: &str) -> LoadError {
+    io_error(
+        shown,
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "file is larger than {} MiB, the most the loader reads",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+        ),
+    )
+}
+
+/// Reads the bytes of `path`, whose [`checked_metadata`] is `meta`, into `bytes` (cleared
+/// first); a file that grew past [`MAX_FILE_BYTES`] since is refused all the same.
+fn read_bytes(
+    path: &Path,
+    shown: &str,
+    meta: &std::fs::Metadata,
+    bytes: &mut Vec<u8>,
+) -> Result<(), LoadError> {
+    bytes.clear();
     let file = File::open(path).map_err(|e| io_error(shown, e))?;
     bytes.reserve(usize::try_from(meta.len()).unwrap_or(0));
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(bytes)
         .map_err(|e| io_error(shown, e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large());
+        return Err(too_large(shown));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 /// The data a template sees.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TemplateData {
     /// Pull spec of the release image.
     pub release_image: String,
