@@ -229,9 +229,16 @@ enum FileOutcome {
 /// object in one file, or bad `release-metadata` / `image-references`. Nothing is returned
 /// partially: one bad document rejects the payload.
 pub fn load(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
-    // Files changed after this (less a margin) are not trusted to be unchanged by their
-    // metadata alone (see `parse_cache::Stamp`).
-    let started = std::time::SystemTime::now();
+    load_at(root, options, std::time::SystemTime::now())
+}
+
+/// [`load`], started at `started`: files changed after it (less a margin) are not trusted to
+/// be unchanged by their metadata alone (see `parse_cache::Stamp`).
+pub(crate) fn load_at(
+    root: &Path,
+    options: &LoadOptions,
+    started: std::time::SystemTime,
+) -> Result<Payload, LoadError> {
     let layout = layout(root)?;
     let mut warnings = Vec::new();
 

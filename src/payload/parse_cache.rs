@@ -187,3 +187,123 @@ impl ParseCache {
         self.len() == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::payload::{LoadOptions, Payload, load_at};
+
+    const FILE: &str = "0000_50_a_01_config.yaml";
+
+    fn config(name: &str) -> String {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: a\n")
+    }
+
+    fn payload(root: &Path, text: &str) {
+        let dir = root.join("release-manifests");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(FILE), text).unwrap();
+    }
+
+    /// Every manifest of `p`, the excluded ones too.
+    fn all(p: &Payload) -> Vec<&Manifest> {
+        let excluded = p.excluded.iter().map(|e| &e.manifest);
+        p.manifests.iter().chain(excluded).collect()
+    }
+
+    fn names(p: &Payload) -> Vec<String> {
+        all(p).iter().map(|m| m.id.name.clone()).collect()
+    }
+
+    #[test]
+    fn a_file_changed_shortly_before_its_load_has_no_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        payload(dir.path(), &config("one"));
+        let meta = std::fs::metadata(dir.path().join("release-manifests").join(FILE)).unwrap();
+        assert_eq!(Stamp::of(&meta, SystemTime::now()), None);
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let stamp = Stamp::of(&meta, later).expect("settled a minute later");
+        assert_eq!(Stamp::of(&meta, later), Some(stamp));
+    }
+
+    #[test]
+    fn an_unchanged_file_is_shared_and_a_changed_one_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        payload(dir.path(), &config("one"));
+        let cache = Arc::new(ParseCache::new());
+        let options = LoadOptions {
+            parse_cache: Some(cache.clone()),
+            ..LoadOptions::default()
+        };
+        // Loads a minute from now: the file counts as settled and gets a stamp.
+        let later = || SystemTime::now() + Duration::from_secs(60);
+        let first = load_at(dir.path(), &options, later()).unwrap();
+        let again = load_at(dir.path(), &options, later()).unwrap();
+        assert!(Arc::ptr_eq(&all(&first)[0].object, &all(&again)[0].object));
+
+        // A longer text: another size.
+        payload(dir.path(), &config("three"));
+        let longer = load_at(dir.path(), &options, later()).unwrap();
+        assert_eq!(names(&longer), ["three"]);
+        // The same size, with the old modification time put back: the change time differs.
+        let path = dir.path().join("release-manifests").join(FILE);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        payload(dir.path(), &config("other"));
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(mtime).unwrap();
+        drop(file);
+        let same_size = load_at(dir.path(), &options, later()).unwrap();
+        assert_eq!(names(&same_size), ["other"]);
+    }
+
+    #[test]
+    fn unchanged_needs_the_same_stamp_inputs_and_detail() {
+        let dir = tempfile::tempdir().unwrap();
+        payload(dir.path(), &config("one"));
+        let path = dir.path().join("release-manifests").join(FILE);
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let stamp = Stamp::of(&std::fs::metadata(&path).unwrap(), later);
+        assert!(stamp.is_some());
+        let cache = ParseCache::new();
+        let plain = cache.inputs_id(TextInputs {
+            template: None,
+            version: None,
+        });
+        let versioned = cache.inputs_id(TextInputs {
+            template: None,
+            version: Some("4.14.1".into()),
+        });
+        assert_ne!(plain, versioned);
+        let again = cache.inputs_id(TextInputs {
+            template: None,
+            version: None,
+        });
+        assert_eq!(plain, again);
+        let origin = Origin {
+            stamp,
+            inputs: plain,
+        };
+        let s = Source::ReleaseManifests;
+        cache.put(s, FILE, config("one"), origin, ObjectDetail::Whole, &[]);
+        let get = |origin: &Origin, detail| cache.get_unchanged(s, FILE, origin, detail);
+        assert!(get(&origin, ObjectDetail::Whole).is_some());
+        assert!(get(&origin, ObjectDetail::Headers).is_none());
+        let other_inputs = Origin {
+            inputs: versioned,
+            ..origin
+        };
+        assert!(get(&other_inputs, ObjectDetail::Whole).is_none());
+        let unstamped = Origin {
+            stamp: None,
+            ..origin
+        };
+        assert!(get(&unstamped, ObjectDetail::Whole).is_none());
+        // An entry kept without a stamp is never taken as unchanged.
+        cache.put(s, FILE, config("one"), unstamped, ObjectDetail::Whole, &[]);
+        assert!(get(&origin, ObjectDetail::Whole).is_none());
+    }
+}
