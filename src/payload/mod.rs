@@ -16,6 +16,7 @@ pub mod parse_cache;
 mod read;
 pub mod template;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,7 @@ pub use parse_cache::ParseCache;
 
 use crate::filter::Filters;
 use crate::manifest::{Manifest, Source};
-use parse_cache::{Origin, Stamp, TextInputs};
+use parse_cache::{Compare, Lookup, Origin, Stamp, TextInputs};
 
 /// Name of the release metadata file inside `release-manifests/`.
 pub const RELEASE_METADATA: &str = "release-metadata";
@@ -347,41 +348,26 @@ pub(crate) fn load_at(
         {
             return Ok(filtered(ms));
         }
-        with_read_buffer(|buf| {
-            // A file the cache has not seen is read into a buffer of its own, which the cache
-            // then keeps (no copy); one it has seen is most likely the same text, compared
-            // from the reused buffer.
-            let mut text = if cache.is_some_and(|c| !c.has(f.source, &f.name)) {
-                std::borrow::Cow::Owned(read::read_text_of(&f.path, &shown, &meta)?)
-            } else {
-                std::borrow::Cow::Borrowed(read::read_text_into(&f.path, &shown, &meta, buf)?)
+        with_read_buffers(|buf, spare| {
+            let text = read::read_text_into(&f.path, &shown, &meta, buf)?;
+            let template = (f.source == Source::Manifests).then_some(&template_data);
+            let text = match rendered(text.into(), template, placeholder_version.as_deref()) {
+                Ok(text) => text,
+                Err(e) => return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}"))),
             };
-            if f.source == Source::Manifests {
-                match template::render(&text, &template_data) {
-                    Ok(t) => text = t.into(),
-                    Err(e) => {
-                        return Ok(FileOutcome::Skipped(format!("{shown}: skipped: {e}")));
+            if let Some(c) = cache {
+                match c.get(f.source, &f.name, &text, options.detail) {
+                    Lookup::Hit(ms) => return Ok(filtered(ms)),
+                    Lookup::Compare(other) if renders_to(&other, &text, spare) => {
+                        return Ok(filtered(other.manifests));
                     }
+                    Lookup::Compare(_) | Lookup::Miss => {}
                 }
-            }
-            if let Some(v) = &placeholder_version
-                && text.contains(VERSION_PLACEHOLDER)
-            {
-                text = text.replace(VERSION_PLACEHOLDER, v).into();
-            }
-            if let Some(ms) = cache.and_then(|c| c.get(f.source, &f.name, &text, options.detail)) {
-                return Ok(filtered(ms));
             }
             let ms = parse::parse_file(f.source, &f.name, &shown, &text, options.detail)?;
             if let (Some(c), Some(origin)) = (cache, origin) {
-                c.put(
-                    f.source,
-                    &f.name,
-                    text.into_owned(),
-                    origin,
-                    options.detail,
-                    &ms,
-                );
+                let at = (f.source, f.name.as_str(), f.path.as_path());
+                c.put(at, &text, origin, options.detail, &ms);
             }
             Ok(filtered(ms))
         })
@@ -425,19 +411,65 @@ pub(crate) fn load_at(
     })
 }
 
-/// Runs `f` with this thread's buffer for file contents, kept from file to file (and load to
-/// load) unless a large file grew it past [`READ_BUFFER_KEPT`].
-fn with_read_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+/// Runs `f` with this thread's two buffers for file contents (one for the file read, one
+/// for a file it is compared with), kept from file to file (and load to load) unless a large
+/// file grew one past [`READ_BUFFER_KEPT`].
+fn with_read_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
     thread_local! {
-        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static BUFFERS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
-    BUFFER.with_borrow_mut(|buf| {
-        let out = f(buf);
-        if buf.capacity() > READ_BUFFER_KEPT {
-            *buf = Vec::new();
+    BUFFERS.with_borrow_mut(|(buf, spare)| {
+        let out = f(buf, spare);
+        for b in [buf, spare] {
+            if b.capacity() > READ_BUFFER_KEPT {
+                *b = Vec::new();
+            }
         }
         out
     })
+}
+
+/// The text a payload file's contents render to: templated with `template` (given for the
+/// files of `manifests/`), then the version placeholder replaced by `version`, if given.
+fn rendered<'t>(
+    text: Cow<'t, str>,
+    template: Option<&template::TemplateData>,
+    version: Option<&str>,
+) -> Result<Cow<'t, str>, template::TemplateError> {
+    let mut text = text;
+    if let Some(data) = template {
+        text = template::render(&text, data)?.into();
+    }
+    if let Some(v) = version
+        && text.contains(VERSION_PLACEHOLDER)
+    {
+        text = text.replace(VERSION_PLACEHOLDER, v).into();
+    }
+    Ok(text)
+}
+
+/// Whether the file `other` names is still what it was when it was parsed (its stamp) and
+/// renders to `text`; read into `spare`. A file that cannot be read or rendered any more is
+/// not the same.
+fn renders_to(other: &Compare, text: &str, spare: &mut Vec<u8>) -> bool {
+    let shown = other.path.display().to_string();
+    let Ok(meta) = read::checked_metadata(&other.path, &shown) else {
+        return false;
+    };
+    if Stamp::now_of(&meta) != other.stamp {
+        return false;
+    }
+    let Ok(raw) = read::read_text_into(&other.path, &shown, &meta, spare) else {
+        return false;
+    };
+    let inputs = &other.inputs;
+    rendered(
+        raw.into(),
+        inputs.template.as_ref(),
+        inputs.version.as_deref(),
+    )
+    .is_ok_and(|theirs| *theirs == *text)
 }
 
 /// Capacity of a parsing thread's file buffer past which it is freed after use: larger than

@@ -7,12 +7,15 @@
 //! of these are equal, so a load through the cache returns exactly what a load without it
 //! returns. The text is equal when it is byte for byte, or when it is the very file read
 //! before, unchanged since, rendered from the same inputs (see [`Stamp`]): such a file is
-//! not read again. The objects are shared (`Arc`), not copied.
+//! not read again. The cache keeps the text only of a file without a stamp; a file with one
+//! is read again (and checked unchanged) when a file of the same name and length elsewhere is
+//! compared with it. The objects are shared (`Arc`), not copied.
 
 use std::collections::HashMap;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt as _;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::ObjectDetail;
@@ -51,13 +54,20 @@ impl Stamp {
         );
         let mtime = (meta.mtime(), meta.mtime_nsec());
         let ctime = (meta.ctime(), meta.ctime_nsec());
-        (mtime < limit && ctime < limit).then_some(Stamp {
+        (mtime < limit && ctime < limit).then(|| Stamp::now_of(meta))
+    }
+
+    /// The stamp of a file whose metadata is `meta`, however recently it changed: to check
+    /// a file against the stamp it had when it was parsed (a change since then gives
+    /// another, as that stamp was settled).
+    pub(crate) fn now_of(meta: &Metadata) -> Stamp {
+        Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
             size: meta.size(),
-            mtime,
-            ctime,
-        })
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
     }
 }
 
@@ -77,13 +87,49 @@ pub(crate) struct TextInputs {
     pub(crate) version: Option<String>,
 }
 
+/// A parsed file's text, as the cache keeps it.
+#[derive(Debug)]
+enum Kept {
+    /// The text itself: the file had no stamp.
+    Text(String),
+    /// Where the file is, and the length of its text. The file had a stamp, so it can be read
+    /// again, and known unchanged, when another file is compared with it: the cache holds no
+    /// copy of the payload's text (12 MB for OpenShift's).
+    File { path: PathBuf, len: usize },
+}
+
 /// One parsed file.
 #[derive(Debug)]
 struct Entry {
     detail: ObjectDetail,
-    text: String,
+    kept: Kept,
     origin: Origin,
     manifests: Vec<Manifest>,
+}
+
+/// What the cache knows of a file's text: see [`ParseCache::get`].
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    /// Parsed before from the same text: its manifests.
+    Hit(Vec<Manifest>),
+    /// Parsed before from a text of the same length that the cache did not keep: the same
+    /// text if the file it came from is still what it was and renders to it.
+    Compare(Compare),
+    /// Not parsed before, or from another text or with another detail.
+    Miss,
+}
+
+/// A file to compare a text with (see [`Lookup::Compare`]).
+#[derive(Debug)]
+pub(crate) struct Compare {
+    /// The file the kept manifests were parsed from.
+    pub(crate) path: PathBuf,
+    /// Its stamp then: if it has another now, it changed, and nothing is known.
+    pub(crate) stamp: Stamp,
+    /// What its text was rendered from.
+    pub(crate) inputs: Arc<TextInputs>,
+    /// The manifests its text parsed into.
+    pub(crate) manifests: Vec<Manifest>,
 }
 
 /// Files parsed by earlier loads, by directory and name (see the module docs). Give the
@@ -94,7 +140,7 @@ pub struct ParseCache {
     /// By directory, then name (looked up by `&str`, with no key to build).
     files: Mutex<HashMap<Source, HashMap<String, Entry>>>,
     /// Every distinct [`TextInputs`] of the loads so far.
-    inputs: Mutex<Vec<TextInputs>>,
+    inputs: Mutex<Vec<Arc<TextInputs>>>,
 }
 
 impl ParseCache {
@@ -104,17 +150,39 @@ impl ParseCache {
         Self::default()
     }
 
-    /// The manifests of a file parsed before with the same text and detail.
+    /// What the cache knows of a file of this directory and name whose text (rendered) is
+    /// `text`, parsed with `detail`.
     pub(crate) fn get(
         &self,
         source: Source,
         name: &str,
         text: &str,
         detail: ObjectDetail,
-    ) -> Option<Vec<Manifest>> {
+    ) -> Lookup {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = files.get(&source)?.get(name)?;
-        (entry.detail == detail && *entry.text == *text).then(|| entry.manifests.clone())
+        let Some(entry) = files.get(&source).and_then(|f| f.get(name)) else {
+            return Lookup::Miss;
+        };
+        if entry.detail != detail {
+            return Lookup::Miss;
+        }
+        match &entry.kept {
+            Kept::Text(kept) if **kept == *text => Lookup::Hit(entry.manifests.clone()),
+            Kept::File { path, len } if *len == text.len() => {
+                let (Some(stamp), Some(inputs)) =
+                    (entry.origin.stamp, self.inputs(entry.origin.inputs))
+                else {
+                    return Lookup::Miss;
+                };
+                Lookup::Compare(Compare {
+                    path: path.clone(),
+                    stamp,
+                    inputs,
+                    manifests: entry.manifests.clone(),
+                })
+            }
+            _ => Lookup::Miss,
+        }
     }
 
     /// The manifests of a file parsed before with the same detail, when it is the same file
@@ -137,32 +205,39 @@ impl ParseCache {
     /// an [`Origin`].
     pub(crate) fn inputs_id(&self, inputs: TextInputs) -> usize {
         let mut all = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = all.iter().position(|known| *known == inputs) {
+        if let Some(i) = all.iter().position(|known| **known == inputs) {
             return i;
         }
-        all.push(inputs);
+        all.push(Arc::new(inputs));
         all.len() - 1
     }
 
-    /// Whether the cache holds a file of this directory and name (of any text and detail).
-    pub(crate) fn has(&self, source: Source, name: &str) -> bool {
-        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        files.get(&source).is_some_and(|f| f.contains_key(name))
+    fn inputs(&self, id: usize) -> Option<Arc<TextInputs>> {
+        let all = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
+        all.get(id).cloned()
     }
 
-    /// Keeps the manifests a file's text, of this origin, parsed into.
+    /// Keeps the manifests that a file at `path`, of this origin, whose text (rendered) is
+    /// `text`, parsed into. The text is copied only for a file without a stamp.
     pub(crate) fn put(
         &self,
-        source: Source,
-        name: &str,
-        text: String,
+        (source, name, path): (Source, &str, &Path),
+        text: &str,
         origin: Origin,
         detail: ObjectDetail,
         manifests: &[Manifest],
     ) {
+        let kept = if origin.stamp.is_some() {
+            Kept::File {
+                path: path.to_owned(),
+                len: text.len(),
+            }
+        } else {
+            Kept::Text(text.to_owned())
+        };
         let entry = Entry {
             detail,
-            text,
+            kept,
             origin,
             manifests: manifests.to_vec(),
         };
@@ -288,7 +363,8 @@ mod tests {
             inputs: plain,
         };
         let s = Source::ReleaseManifests;
-        cache.put(s, FILE, config("one"), origin, ObjectDetail::Whole, &[]);
+        let at = (s, FILE, path.as_path());
+        cache.put(at, &config("one"), origin, ObjectDetail::Whole, &[]);
         let get = |origin: &Origin, detail| cache.get_unchanged(s, FILE, origin, detail);
         assert!(get(&origin, ObjectDetail::Whole).is_some());
         assert!(get(&origin, ObjectDetail::Headers).is_none());
@@ -303,7 +379,53 @@ mod tests {
         };
         assert!(get(&unstamped, ObjectDetail::Whole).is_none());
         // An entry kept without a stamp is never taken as unchanged.
-        cache.put(s, FILE, config("one"), unstamped, ObjectDetail::Whole, &[]);
+        cache.put(at, &config("one"), unstamped, ObjectDetail::Whole, &[]);
         assert!(get(&origin, ObjectDetail::Whole).is_none());
+        let text = |t: &str| cache.get(s, FILE, t, ObjectDetail::Whole);
+        assert!(matches!(text(&config("one")), Lookup::Hit(_)));
+        assert!(matches!(text(&config("two")), Lookup::Miss));
+    }
+
+    #[test]
+    fn a_copy_elsewhere_shares_the_objects_of_a_file_still_unchanged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        payload(&a, &config("one"));
+        payload(&b, &config("one"));
+        let cache = Arc::new(ParseCache::new());
+        let options = LoadOptions {
+            parse_cache: Some(cache.clone()),
+            ..LoadOptions::default()
+        };
+        let later = || SystemTime::now() + Duration::from_secs(60);
+        let first = load_at(&a, &options, later()).unwrap();
+        // The first file's text is not kept: it is read again to compare.
+        let files = cache.files.lock().unwrap();
+        let kept = &files[&Source::ReleaseManifests][FILE].kept;
+        assert!(matches!(kept, Kept::File { .. }), "{kept:?}");
+        drop(files);
+        let copy = load_at(&b, &options, later()).unwrap();
+        assert!(Arc::ptr_eq(&all(&first)[0].object, &all(&copy)[0].object));
+
+        // The first file changed since it was parsed, to the copy's text: the copy is parsed,
+        // not given the objects of the first file's old text.
+        let c = tmp.path().join("c");
+        payload(&c, &config("two"));
+        let cache = Arc::new(ParseCache::new());
+        let options = LoadOptions {
+            parse_cache: Some(cache),
+            ..LoadOptions::default()
+        };
+        let first = load_at(&c, &options, later()).unwrap();
+        let path = c.join("release-manifests").join(FILE);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        payload(&c, &config("six"));
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(mtime).unwrap();
+        drop(file);
+        payload(&b, &config("six"));
+        let copy = load_at(&b, &options, later()).unwrap();
+        assert!(!Arc::ptr_eq(&all(&first)[0].object, &all(&copy)[0].object));
+        assert_eq!(names(&copy), ["six"]);
     }
 }

@@ -44,28 +44,16 @@ fn io_error(shown: &str, source: io::Error) -> LoadError {
 /// larger than [`MAX_FILE_BYTES`]; [`LoadError::NotUtf8`] when it is not UTF-8.
 pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, LoadError> {
     let meta = checked_metadata(path, shown)?;
-    read_text_of(path, shown, &meta)
-}
-
-/// [`read_text`] of a file whose [`checked_metadata`] is `meta`.
-///
-/// # Errors
-/// As [`read_text`].
-pub(crate) fn read_text_of(
-    path: &Path,
-    shown: &str,
-    meta: &std::fs::Metadata,
-) -> Result<String, LoadError> {
     let mut bytes = Vec::new();
-    read_bytes(path, shown, meta, &mut bytes)?;
+    read_bytes(path, shown, &meta, &mut bytes)?;
     String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
         file: shown.to_string(),
         offset: e.utf8_error().valid_up_to(),
     })
 }
 
-/// [`read_text_of`] into `buf`, which is cleared first and can be reused from file to file
-/// (no new allocation and page faults for each file).
+/// [`read_text`] of a file whose [`checked_metadata`] is `meta`, into `buf`, which is cleared
+/// first and can be reused from file to file (no new allocation and page faults for each file).
 ///
 /// # Errors
 /// As [`read_text`].
