@@ -449,20 +449,26 @@ fn rendered<'t>(
     Ok(text)
 }
 
-/// Whether the file `other` names is still what it was when it was parsed (its stamp) and
-/// renders to `text`; read into `spare`. A file that cannot be read or rendered any more is
-/// not the same.
+/// Whether the file `other` names is still what it was when it was parsed (its stamp, before
+/// and after it is read) and renders to `text`; read into `spare`. A file that cannot be read
+/// or rendered any more is not the same.
 fn renders_to(other: &Compare, text: &str, spare: &mut Vec<u8>) -> bool {
     let shown = other.path.display().to_string();
-    let Ok(meta) = read::checked_metadata(&other.path, &shown) else {
+    let unchanged = || {
+        read::checked_metadata(&other.path, &shown)
+            .ok()
+            .filter(|meta| Stamp::now_of(meta) == other.stamp)
+    };
+    let Some(meta) = unchanged() else {
         return false;
     };
-    if Stamp::now_of(&meta) != other.stamp {
-        return false;
-    }
     let Ok(raw) = read::read_text_into(&other.path, &shown, &meta, spare) else {
         return false;
     };
+    // A write while it was read shows in its stamp now.
+    if unchanged().is_none() {
+        return false;
+    }
     let inputs = &other.inputs;
     rendered(
         raw.into(),
