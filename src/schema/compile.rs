@@ -257,8 +257,9 @@ impl Schemas {
         &mut self,
         named: &Map<String, Value>,
     ) -> Result<HashMap<String, NodeId>, SchemaError> {
+        // `objects_in` counts each named schema itself: its node is the one pushed below.
         self.nodes
-            .reserve(named.values().map(objects_in).sum::<usize>() + named.len());
+            .reserve(named.values().map(objects_in).sum::<usize>());
         let mut ids = HashMap::new();
         for name in named.keys() {
             ids.insert(name.clone(), self.nodes.len());
