@@ -284,6 +284,15 @@ mod tests {
         std::fs::write(dir.join(FILE), text).unwrap();
     }
 
+    /// Writes `text` to `path` in place and puts its modification time back: only its change
+    /// time tells the write.
+    fn rewrite_keeping_mtime(path: &Path, text: &str) {
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+        std::fs::write(path, text).unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(mtime).unwrap();
+    }
+
     /// Every manifest of `p`, the excluded ones too.
     fn all(p: &Payload) -> Vec<&Manifest> {
         let excluded = p.excluded.iter().map(|e| &e.manifest);
@@ -326,11 +335,7 @@ mod tests {
         assert_eq!(names(&longer), ["three"]);
         // The same size, with the old modification time put back: the change time differs.
         let path = dir.path().join("release-manifests").join(FILE);
-        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-        payload(dir.path(), &config("other"));
-        let file = std::fs::File::options().write(true).open(&path).unwrap();
-        file.set_modified(mtime).unwrap();
-        drop(file);
+        rewrite_keeping_mtime(&path, &config("other"));
         let same_size = load_at(dir.path(), &options, later()).unwrap();
         assert_eq!(names(&same_size), ["other"]);
     }
@@ -418,11 +423,7 @@ mod tests {
         };
         let first = load_at(&c, &options, later()).unwrap();
         let path = c.join("release-manifests").join(FILE);
-        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-        payload(&c, &config("six"));
-        let file = std::fs::File::options().write(true).open(&path).unwrap();
-        file.set_modified(mtime).unwrap();
-        drop(file);
+        rewrite_keeping_mtime(&path, &config("six"));
         payload(&b, &config("six"));
         let copy = load_at(&b, &options, later()).unwrap();
         assert!(!Arc::ptr_eq(&all(&first)[0].object, &all(&copy)[0].object));
