@@ -84,6 +84,7 @@ def paths(a, b, prefix=""):
 
 def main():
     cvo, ssa = load(sys.argv[1]), load(sys.argv[2])
+    a_name, b_name = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else ("cvo", "server-side")
     only_cvo = sorted(set(cvo) - set(ssa))
     only_ssa = sorted(set(ssa) - set(cvo))
     by_path = defaultdict(list)
@@ -99,11 +100,11 @@ def main():
             by_path["/metadata/ownerReferences"].append(key)
         for p in rest:
             by_path[p].append(key)
-    print(f"objects: {len(cvo)} (cvo), {len(ssa)} (server-side); {different} differ")
+    print(f"objects: {len(cvo)} ({a_name}), {len(ssa)} ({b_name}); {different} differ")
     for k in only_cvo:
-        print(f"only after cvo: {k[0]} {k[1]}/{k[2]}")
+        print(f"only after {a_name}: {k[0]} {k[1]}/{k[2]}")
     for k in only_ssa:
-        print(f"only after server-side: {k[0]} {k[1]}/{k[2]}")
+        print(f"only after {b_name}: {k[0]} {k[1]}/{k[2]}")
     for p, keys in sorted(by_path.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         if p == "/metadata/ownerReferences":
             print(f"{p}: {len(keys)} objects")
@@ -112,7 +113,7 @@ def main():
         for k in keys[:50]:
             a = value(cvo[k], p)
             b = value(ssa[k], p)
-            print(f"    {k[0]} {k[1]}/{k[2]}: cvo {short(a)} | server-side {short(b)}")
+            print(f"    {k[0]} {k[1]}/{k[2]}: {a_name} {short(a)} | {b_name} {short(b)}")
 
 
 def value(o, path):

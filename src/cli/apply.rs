@@ -286,6 +286,9 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
             }
             (Err(e), None) => return Err(e),
         };
+        let (payload, load_options, _) =
+            super::features::payload_for_cluster(&a.payload, &conn.client, payload, load_options)
+                .await?;
         // An image payload is matched by its pull spec by digest, as recorded.
         let mode = choose_mode(a, cv.as_ref(), &payload, &load_options.release_image);
         let (filters, capability_status) =

@@ -198,6 +198,21 @@ impl PayloadArgs {
         Ok((payload, options))
     }
 
+    /// [`PayloadArgs::load`] with `filters` instead of the flags' (the features a cluster
+    /// gives).
+    ///
+    /// # Errors
+    /// The load error.
+    pub fn load_filtered(
+        &self,
+        substitute: bool,
+        filters: minicvo::Filters,
+    ) -> anyhow::Result<(minicvo::Payload, LoadOptions)> {
+        let (payload, options, _) =
+            self.load_with(substitute, ObjectDetail::Whole, None, Some(filters))?;
+        Ok((payload, options))
+    }
+
     /// [`PayloadArgs::load`], keeping of each object what `detail` says, and also returning
     /// the image the payload came from (when it is an image). For an image,
     /// `{{.ReleaseImage}}` defaults to its pull spec by digest.
@@ -213,7 +228,7 @@ impl PayloadArgs {
         LoadOptions,
         Option<minicvo::image::ImageInfo>,
     )> {
-        self.load_cached(substitute, detail, None)
+        self.load_with(substitute, detail, None, None)
     }
 
     /// [`PayloadArgs::load_image`] through a parse cache shared with other loads of the
@@ -231,7 +246,25 @@ impl PayloadArgs {
         LoadOptions,
         Option<minicvo::image::ImageInfo>,
     )> {
+        self.load_with(substitute, detail, cache, None)
+    }
+
+    /// [`PayloadArgs::load_cached`], with `filters` instead of the flags' when given.
+    fn load_with(
+        &self,
+        substitute: bool,
+        detail: ObjectDetail,
+        cache: Option<&std::sync::Arc<minicvo::payload::ParseCache>>,
+        filters: Option<minicvo::Filters>,
+    ) -> anyhow::Result<(
+        minicvo::Payload,
+        LoadOptions,
+        Option<minicvo::image::ImageInfo>,
+    )> {
         let mut options = self.load_options(substitute)?;
+        if let Some(f) = filters {
+            options.filters = f;
+        }
         options.detail = detail;
         options.parse_cache = cache.cloned();
         let fetched = self.image.fetch(&self.payload)?;

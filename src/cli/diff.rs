@@ -63,18 +63,21 @@ pub struct DiffArgs {
 /// exit code 1.
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let (payload, options) = a.payload.load(true)?;
-    let plan = plan::build(&payload, &options.filters, Mode::Updating, 0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let result = runtime.block_on(async {
+    let (plan, result) = runtime.block_on(async {
         let conn = a.cluster.connect().await?;
         tracing::info!(
             "comparing with context {} on {}",
             conn.context.as_deref().unwrap_or("(in-cluster)"),
             conn.server
         );
+        let (payload, options, _) =
+            super::features::payload_for_cluster(&a.payload, &conn.client, payload, options)
+                .await?;
+        let plan = plan::build(&payload, &options.filters, Mode::Updating, 0);
         let strategy: minicvo::apply::ApplyStrategy = a.apply_strategy.into();
         // What `apply` reads before a cvo run: the ClusterVersion owner reference, the proxy
         // and the TLS profile, so that the diff shows them.
@@ -98,7 +101,9 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         if let Err(e) = cluster.prime().await {
             tracing::warn!("{e}; discovering kinds one group at a time");
         }
-        anyhow::Ok(diff::diff_in(&cluster, &plan, a.concurrency as usize, strategy, &config).await)
+        let result =
+            diff::diff_in(&cluster, &plan, a.concurrency as usize, strategy, &config).await;
+        anyhow::Ok((plan, result))
     })?;
     let out = match a.output {
         DiffFormat::Text => report::text(&plan, &result, a.changed_only),

@@ -5,6 +5,7 @@ pub mod args;
 mod completions;
 mod diff;
 mod e2e;
+mod features;
 mod lint;
 mod operator;
 mod plan;

@@ -39,8 +39,13 @@ pub trait LiveCluster: Sync {
     fn get(&self, task: &Task) -> impl Future<Output = Result<Option<Value>, LiveError>> + Send;
     /// The object a server-side apply of the manifest would leave (a dry run).
     fn dry_run_apply(&self, task: &Task) -> impl Future<Output = Result<Value, LiveError>> + Send;
-    /// The object a create of the manifest would make (a dry run).
-    fn dry_run_create(&self, task: &Task) -> impl Future<Output = Result<Value, LiveError>> + Send;
+    /// The object a create of `object` (the task's manifest as it would be sent) would make
+    /// (a dry run).
+    fn dry_run_create(
+        &self,
+        task: &Task,
+        object: &Value,
+    ) -> impl Future<Output = Result<Value, LiveError>> + Send;
     /// The object an UPDATE with `object` (the CVO's merge of the live object) would leave
     /// (a dry run, so the server's defaulting shows). Without a server: `object` itself.
     fn dry_run_update(
@@ -177,9 +182,9 @@ impl LiveCluster for KubeCluster {
         .map(|r| r.body)
     }
 
-    async fn dry_run_create(&self, task: &Task) -> Result<Value, LiveError> {
+    async fn dry_run_create(&self, task: &Task, object: &Value) -> Result<Value, LiveError> {
         let (ns, collection) = self.target(task).await?;
-        let body = serde_json::to_vec(&request_body(&task.manifest.object, ns.as_deref()))
+        let body = serde_json::to_vec(&request_body(object, ns.as_deref()))
             .map_err(|e| LiveError::Request(e.to_string()))?;
         let params = PostParams {
             dry_run: true,

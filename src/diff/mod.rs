@@ -260,6 +260,43 @@ async fn cvo_change<C: LiveCluster>(
     }
 }
 
+/// The `cvo` strategy's create: the prepared manifest (owner reference, injections, the Go
+/// round trip), dry-run as a CREATE, then the CVO's typed merge of it into the created object,
+/// which `apply` sends at once ([`crate::apply::actions::cvo`]): what `apply` would leave.
+async fn cvo_create<C: LiveCluster>(
+    cluster: &C,
+    created: &Created,
+    task: &Task,
+    config: &crate::merge::ClusterConfig,
+) -> Entry {
+    let name = label(task);
+    let manifest = crate::cluster::body::request_body(&task.manifest.object, None);
+    let prepared = match crate::merge::prepare(&manifest, config) {
+        Ok(p) => p,
+        Err(e) => return error(task, &LiveError::Request(e.to_string())),
+    };
+    let after = match cluster.dry_run_create(task, &prepared).await {
+        Ok(after) => after,
+        Err(e) => return unavailable(task, created, &e),
+    };
+    let typed = crate::merge::typed_kind(
+        task.manifest.object["apiVersion"]
+            .as_str()
+            .unwrap_or_default(),
+        &task.manifest.id.kind,
+    );
+    let settled = match typed.map(|_| crate::merge::merge_prepared(&after, &prepared)) {
+        Some(Ok(Some(merged))) => merged,
+        _ => after,
+    };
+    entry(
+        task,
+        Change::Create,
+        None,
+        compare::render(None, Some(&settled), &name),
+    )
+}
+
 async fn one<C: LiveCluster>(
     cluster: &C,
     created: &Created,
@@ -296,19 +333,23 @@ async fn one<C: LiveCluster>(
             None,
             compare::render(Some(&l), None, &name),
         ),
-        (Action::Wait, None) => entry(
-            task,
-            Change::Create,
-            Some("precreated, then waited on".into()),
-            compare::render(
-                None,
-                Some(&crate::cluster::body::request_body(
-                    &task.manifest.object,
+        (Action::Wait, None) => {
+            let created = crate::cvo::precreate::created_object(&task.manifest.object);
+            let created = match crate::merge::prepare(&created, config) {
+                Ok(c) => c,
+                Err(e) => return error(task, &LiveError::Request(e.to_string())),
+            };
+            entry(
+                task,
+                Change::Create,
+                Some("precreated, then waited on".into()),
+                compare::render(
                     None,
-                )),
-                &name,
-            ),
-        ),
+                    Some(&crate::cluster::body::request_body(&created, None)),
+                    &name,
+                ),
+            )
+        }
         (Action::Wait, Some(l)) => {
             let pending = versions_pending(&task.manifest.object, &l);
             let note = if pending.is_empty() {
@@ -324,17 +365,30 @@ async fn one<C: LiveCluster>(
             Some("create-only: the existing object is left alone".into()),
             String::new(),
         ),
-        (Action::CreateOnly, None) => match cluster.dry_run_create(task).await {
-            Ok(after) => entry(
-                task,
-                Change::Create,
-                None,
-                compare::render(None, Some(&after), &name),
-            ),
-            Err(e) => unavailable(task, created, &e),
-        },
+        (Action::CreateOnly, None) => {
+            let object = if strategy == crate::apply::ApplyStrategy::Cvo {
+                match crate::merge::prepare(&task.manifest.object, config) {
+                    Ok(o) => o,
+                    Err(e) => return error(task, &LiveError::Request(e.to_string())),
+                }
+            } else {
+                Value::clone(&task.manifest.object)
+            };
+            match cluster.dry_run_create(task, &object).await {
+                Ok(after) => entry(
+                    task,
+                    Change::Create,
+                    None,
+                    compare::render(None, Some(&after), &name),
+                ),
+                Err(e) => unavailable(task, created, &e),
+            }
+        }
         (_, Some(l)) if strategy == crate::apply::ApplyStrategy::Cvo => {
             cvo_change(cluster, task, &l, config).await
+        }
+        (_, None) if strategy == crate::apply::ApplyStrategy::Cvo => {
+            cvo_create(cluster, created, task, config).await
         }
         (_, live) => match cluster.dry_run_apply(task).await {
             Ok(after) => match live {

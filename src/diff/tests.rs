@@ -52,8 +52,13 @@ impl LiveCluster for Fake {
         v["metadata"]["resourceVersion"] = json!("2");
         Ok(v)
     }
-    async fn dry_run_create(&self, task: &Task) -> Result<Value, LiveError> {
-        self.dry_run_apply(task).await
+    async fn dry_run_create(&self, task: &Task, object: &Value) -> Result<Value, LiveError> {
+        self.check(task)?;
+        self.ns_exists(task)?;
+        let mut v = object.clone();
+        v["metadata"]["uid"] = json!("u");
+        v["metadata"]["resourceVersion"] = json!("2");
+        Ok(v)
     }
 }
 

@@ -34,6 +34,7 @@
 pub mod core;
 pub mod ext;
 pub mod generic;
+pub mod go_json;
 pub mod meta;
 pub mod mutate;
 pub mod pod;
@@ -126,8 +127,15 @@ pub struct ClusterConfig {
     pub cluster_version: Option<ClusterVersionRef>,
     /// `proxies.config.openshift.io/cluster`, read for `config.openshift.io/inject-proxy`.
     pub proxy: Option<Value>,
-    /// `apiservers.config.openshift.io/cluster`, read for `config.openshift.io/inject-tls`.
+    /// `apiservers.config.openshift.io/cluster`, read for `config.openshift.io/inject-tls`
+    /// (`{}` when the kind is served and the object is missing: the CVO then injects the
+    /// Intermediate profile).
     pub apiserver: Option<Value>,
+    /// Whether a run re-reads `proxy` and `apiserver` right before it prepares an object that
+    /// needs them ([`mutate::reads`]), so that a change during the run (the payload creating
+    /// APIServer `cluster`) is followed, as the CVO's informers follow it. Set by the reader of
+    /// a run's config; a config given whole is used as it is.
+    pub follow: bool,
 }
 
 /// What the CVO writes.
@@ -236,7 +244,8 @@ pub fn prepare(manifest: &Value, config: &ClusterConfig) -> Result<Value, MergeE
                 .map_err(|e| e.with_object(label(&req)))?;
         }
         Some(TypedKind::ConfigMap) => mutate::inject_tls(&mut req, config.apiserver.as_ref()),
-        _ => {}
+        Some(kind) => go_json::round_trip(kind, &mut req),
+        None => {}
     }
     Ok(Value::Object(req))
 }
@@ -270,7 +279,25 @@ pub fn merge_prepared(live: &Value, required: &Value) -> Result<Option<Value>, M
         }
     }
     .map_err(|e| e.with_object(label(req)))?;
-    Ok(m.modified.then_some(Value::Object(ex)))
+    if !m.modified {
+        return Ok(None);
+    }
+    go_json::round_trip(kind, &mut ex);
+    Ok(Some(Value::Object(ex)))
+}
+
+/// The CVO's ClusterOperator write in reconciling mode: only the ObjectMeta merge
+/// (`EnsureObjectMeta`) of the prepared manifest into the live operator; the merged object when
+/// it changed something, `None` otherwise. Status is never written.
+#[must_use]
+pub fn merge_cluster_operator(live: &Value, required: &Value) -> Option<Value> {
+    let (Some(live), Some(req)) = (live.as_object(), required.as_object()) else {
+        return None;
+    };
+    let mut ex = live.clone();
+    let mut m = Merger::default();
+    meta::ensure_object_meta(&mut m, &mut ex, req);
+    m.modified.then_some(Value::Object(ex))
 }
 
 /// The typed merges that cannot fail.

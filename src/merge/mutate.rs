@@ -14,6 +14,34 @@ pub const INJECT_PROXY: &str = "config.openshift.io/inject-proxy";
 /// Annotation asking for the TLS profile in a ConfigMap.
 pub const INJECT_TLS: &str = "config.openshift.io/inject-tls";
 
+/// A cluster config object that a manifest's pre-merge mutation reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigRead {
+    /// `proxies.config.openshift.io/cluster`, for an `inject-proxy` Deployment or DaemonSet.
+    Proxy,
+    /// `apiservers.config.openshift.io/cluster`, for an `inject-tls` ConfigMap.
+    ApiServer,
+}
+
+/// The cluster config object the CVO reads to prepare `manifest`, if any: the proxy for a
+/// typed Deployment or DaemonSet with a non-empty `inject-proxy` annotation, the API server
+/// for a typed ConfigMap whose `inject-tls` is exactly `"true"`.
+#[must_use]
+pub fn reads(manifest: &Value) -> Option<ConfigRead> {
+    let o = manifest.as_object()?;
+    match super::typed_of(o)? {
+        super::TypedKind::Deployment | super::TypedKind::DaemonSet
+            if !annotation(o, INJECT_PROXY).is_empty() =>
+        {
+            Some(ConfigRead::Proxy)
+        }
+        super::TypedKind::ConfigMap if annotation(o, INJECT_TLS) == "true" => {
+            Some(ConfigRead::ApiServer)
+        }
+        _ => None,
+    }
+}
+
 /// Appends `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` (from the Proxy's `status`) to the `env`
 /// of every container and init container named in the `inject-proxy` annotation.
 pub(crate) fn inject_proxy(req: &mut Obj, proxy: Option<&Value>) -> Result<(), MergeError> {

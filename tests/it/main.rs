@@ -10,6 +10,7 @@ mod support;
 mod apply_cluster_version_real_crd;
 mod apply_crd;
 mod apply_cvo_cluster_config;
+mod apply_cvo_end_state;
 mod apply_cvo_requests;
 mod apply_delete;
 mod apply_delete_cvo;

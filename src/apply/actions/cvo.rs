@@ -22,6 +22,7 @@ use crate::apply::events::Outcome;
 use crate::cluster::body;
 use crate::cluster::request::{RequestError, Response};
 use crate::cluster::watch;
+use crate::merge::mutate::ConfigRead;
 use crate::merge::{self, Outcome as Merged};
 use crate::plan::Task;
 
@@ -73,10 +74,11 @@ impl CvoApply {
         };
         // Attempts as the report counts them: the tries of the round's slowest request (a GET
         // and a write are one attempt when both go through first time), summed over 409 rounds.
+        let config = c.config_for(&manifest).await?;
         let mut attempts = 0;
         for _ in 0..MAX_CONFLICTS {
             let (live, get_tries) = c.get_live(ctx, fresh_kind, &collection, name).await?;
-            let merged = merge::merge(live.as_ref(), &manifest, &c.options.cluster_config)
+            let merged = merge::merge(live.as_ref(), &manifest, &config)
                 .map_err(|e| TaskError::failed(e.to_string(), attempts + get_tries))?;
             let (body, created) = match merged {
                 Merged::Unchanged => {
@@ -106,7 +108,16 @@ impl CvoApply {
                 )
                 .await?;
             attempts += get_tries.max(n);
-            let Some(response) = response else { continue };
+            let Some(mut response) = response else {
+                continue;
+            };
+            if created && !c.options.dry_run {
+                let (settled, n) = self
+                    .settle(ctx, fresh_kind, &collection, name, &body, response)
+                    .await?;
+                response = settled;
+                attempts += n;
+            }
             return self
                 .written(ctx, live.as_ref(), response, created)
                 .map(|(done, object)| (done.attempts(attempts), object));
@@ -118,6 +129,51 @@ impl CvoApply {
             ),
             attempts,
         ))
+    }
+
+    /// The CVO's next pass over an object it just created: its typed merge of the manifest
+    /// into the created object, and an UPDATE when that changes something (a `hostPort` the
+    /// merge defaults for a host-network pod, an SCC's `allowPrivilegeEscalation`), so that
+    /// one run leaves what the CVO leaves once it reconciles. Generic kinds are left as
+    /// created: the CVO's rewrite of their spec changes nothing the server keeps. A conflict
+    /// (someone else wrote the object first) keeps the created object. Returns the object as
+    /// it now is and the attempts spent.
+    async fn settle(
+        &self,
+        ctx: &TaskContext,
+        fresh_kind: bool,
+        collection: &str,
+        name: &str,
+        required: &Value,
+        created: Response,
+    ) -> Result<(Response, u32), TaskError> {
+        let c = &*self.cluster;
+        let field = |k: &str| required.get(k).and_then(Value::as_str).unwrap_or_default();
+        if merge::typed_kind(field("apiVersion"), field("kind")).is_none() {
+            return Ok((created, 0));
+        }
+        let Ok(Some(merged)) = merge::merge_prepared(&created.body, required) else {
+            return Ok((created, 0));
+        };
+        let bytes = serde_json::to_vec(&update_body(&merged))
+            .map_err(|e| TaskError::failed(e.to_string(), 0))?;
+        let params = PostParams {
+            dry_run: false,
+            field_manager: Some(c.options.field_manager.clone()),
+        };
+        let (response, n) = c
+            .send_unless(
+                ctx,
+                fresh_kind,
+                |e| e.is(409),
+                || {
+                    Request::new(collection)
+                        .replace(name, &params, bytes.clone())
+                        .map_err(|e| RequestError::Build(e.to_string()))
+                },
+            )
+            .await?;
+        Ok((response.unwrap_or(created), n))
     }
 
     /// Reports a write.
@@ -158,8 +214,8 @@ pub struct ClusterConfigError {
     pub source: RequestError,
 }
 
-/// One cluster-scoped `config.openshift.io/v1` object, `None` when the kind is not served or
-/// the object does not exist.
+/// One cluster-scoped `config.openshift.io/v1` object as found: `Ok(None)` when the kind is
+/// not served, `Ok(Some(None))` when the object does not exist.
 async fn config_object(
     client: &kube::Client,
     discovery: &crate::cluster::discovery::Discovery,
@@ -167,7 +223,7 @@ async fn config_object(
     plural: &str,
     name: &str,
     timeout: std::time::Duration,
-) -> Result<Option<Value>, ClusterConfigError> {
+) -> Result<Option<Option<Value>>, ClusterConfigError> {
     let err = |source| ClusterConfigError {
         object: format!("{plural}.config.openshift.io/{name}"),
         source,
@@ -181,21 +237,56 @@ async fn config_object(
     };
     watch::get(client, &resolved.url_path(None), name, timeout)
         .await
+        .map(Some)
         .map_err(err)
 }
 
-/// What the `cvo` strategy's pre-merge steps read from the cluster, read once before the
-/// graph runs:
+/// The cluster config object `which`, as the `cvo` strategy's pre-merge step reads it:
+/// `None` when its kind is not served or, for the proxy, when it does not exist; an empty
+/// object for a missing API server.
+///
+/// # Errors
+///
+/// [`ClusterConfigError`] when a read fails for another reason than 404.
+pub async fn read_config_object(
+    client: &kube::Client,
+    discovery: &crate::cluster::discovery::Discovery,
+    which: ConfigRead,
+    timeout: std::time::Duration,
+) -> Result<Option<Value>, ClusterConfigError> {
+    match which {
+        ConfigRead::Proxy => Ok(config_object(
+            client, discovery, "Proxy", "proxies", "cluster", timeout,
+        )
+        .await?
+        .flatten()),
+        // The CVO reads a missing APIServer as an empty one: the Intermediate profile.
+        ConfigRead::ApiServer => Ok(config_object(
+            client,
+            discovery,
+            "APIServer",
+            "apiservers",
+            "cluster",
+            timeout,
+        )
+        .await?
+        .map(|found| found.unwrap_or_else(|| serde_json::json!({})))),
+    }
+}
+
+/// What the `cvo` strategy's pre-merge steps read from the cluster before the graph runs:
 ///
 /// - ClusterVersion `version`, for the owner reference every written object carries, when
 ///   `owner` is set (the run reads and records the ClusterVersion) and the object exists;
 /// - `proxies.config.openshift.io/cluster`, only when a Deployment or DaemonSet of the plan
 ///   asks for proxy injection;
 /// - `apiservers.config.openshift.io/cluster`, only when a ConfigMap of the plan asks for TLS
-///   injection.
+///   injection (an empty object when the kind is served and the object is missing).
 ///
-/// An unserved kind or a missing object leaves its field `None` (no owner reference, no
-/// injection); a plan that needs none of them costs no request beyond the ClusterVersion GET.
+/// The config it returns is followed ([`merge::ClusterConfig::follow`]): a run reads the proxy
+/// and the API server again before each object that needs them. An unserved kind or a
+/// missing ClusterVersion leaves its field `None` (no owner reference, no injection); a plan
+/// that needs none of them costs no request beyond the ClusterVersion GET.
 ///
 /// # Errors
 ///
@@ -207,18 +298,15 @@ pub async fn read_cluster_config(
     owner: bool,
     timeout: std::time::Duration,
 ) -> Result<merge::ClusterConfig, ClusterConfigError> {
-    let annotated = |kinds: &[&str], key: &str, want: Option<&str>| {
-        plan.tasks.iter().any(|t| {
-            let m = &t.manifest;
-            kinds.contains(&m.id.kind.as_str())
-                && m.object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(key))
-                    .and_then(Value::as_str)
-                    .is_some_and(|v| want.map_or(!v.is_empty(), |w| v == w))
-        })
+    let needs = |which| {
+        plan.tasks
+            .iter()
+            .any(|t| merge::mutate::reads(&t.manifest.object) == Some(which))
     };
-    let mut config = merge::ClusterConfig::default();
+    let mut config = merge::ClusterConfig {
+        follow: true,
+        ..merge::ClusterConfig::default()
+    };
     if owner
         && let Some(cv) = config_object(
             client,
@@ -229,6 +317,7 @@ pub async fn read_cluster_config(
             timeout,
         )
         .await?
+        .flatten()
         && let Some(uid) = cv.pointer("/metadata/uid").and_then(Value::as_str)
     {
         config.cluster_version = Some(merge::ClusterVersionRef {
@@ -236,24 +325,12 @@ pub async fn read_cluster_config(
             uid: uid.to_owned(),
         });
     }
-    if annotated(
-        &["Deployment", "DaemonSet"],
-        merge::mutate::INJECT_PROXY,
-        None,
-    ) {
-        config.proxy =
-            config_object(client, discovery, "Proxy", "proxies", "cluster", timeout).await?;
+    if needs(ConfigRead::Proxy) {
+        config.proxy = read_config_object(client, discovery, ConfigRead::Proxy, timeout).await?;
     }
-    if annotated(&["ConfigMap"], merge::mutate::INJECT_TLS, Some("true")) {
-        config.apiserver = config_object(
-            client,
-            discovery,
-            "APIServer",
-            "apiservers",
-            "cluster",
-            timeout,
-        )
-        .await?;
+    if needs(ConfigRead::ApiServer) {
+        config.apiserver =
+            read_config_object(client, discovery, ConfigRead::ApiServer, timeout).await?;
     }
     Ok(config)
 }

@@ -7,6 +7,7 @@
 //! `get_live`) and resolve a task's kind, waiting for a CRD this plan is still
 //! establishing (`served_for`, the cross-task CRD wait).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,8 @@ use crate::cluster::discovery::{Discovery, Resolved, crd_group_kind};
 use crate::cluster::request::{self, RequestError, Response};
 use crate::cluster::retry;
 use crate::cluster::watch;
+use crate::merge::ClusterConfig;
+use crate::merge::mutate::{self, ConfigRead};
 use crate::plan::{Action, Plan, Task};
 
 /// Whether a kind is served.
@@ -86,6 +89,33 @@ impl ClusterHandle {
             baseline,
             crd_tasks,
         }
+    }
+
+    /// The cluster config to prepare `manifest` with: the run's, with the proxy or the API
+    /// server read again when the run follows its config and the manifest needs one of them
+    /// ([`crate::merge::ClusterConfig::follow`]).
+    pub(crate) async fn config_for(
+        &self,
+        manifest: &Value,
+    ) -> Result<Cow<'_, ClusterConfig>, TaskError> {
+        let base = &self.options.cluster_config;
+        let Some(which) = base.follow.then(|| mutate::reads(manifest)).flatten() else {
+            return Ok(Cow::Borrowed(base));
+        };
+        let read = super::cvo::read_config_object(
+            &self.client,
+            &self.discovery,
+            which,
+            self.options.request_timeout,
+        )
+        .await
+        .map_err(|e| TaskError::failed(e.to_string(), 1))?;
+        let mut config = base.clone();
+        match which {
+            ConfigRead::Proxy => config.proxy = read,
+            ConfigRead::ApiServer => config.apiserver = read,
+        }
+        Ok(Cow::Owned(config))
     }
 
     /// The plan's task behind `t`.

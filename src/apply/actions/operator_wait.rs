@@ -36,6 +36,7 @@ use crate::cluster::watch::{self, WatchEnd};
 use crate::clusteroperator::{self as operator, Health};
 use crate::cvo;
 use crate::cvo::error::{ApiErrorClass, UpdateError};
+use crate::merge;
 use crate::plan::{Action, Mode, Task};
 
 const GROUP: &str = "config.openshift.io";
@@ -127,7 +128,11 @@ impl OperatorWait {
         task: &Task,
         resolved: &Resolved,
     ) -> Result<Value, RequestError> {
-        let body = body::request_body(&cvo::precreate::created_object(&task.manifest.object), None);
+        // The CVO's owner-reference step runs before precreation, as for every manifest.
+        let created = cvo::precreate::created_object(&task.manifest.object);
+        let created = merge::prepare(&created, &self.cluster.options.cluster_config)
+            .map_err(|e| RequestError::Build(e.to_string()))?;
+        let body = body::request_body(&created, None);
         let mut params = PatchParams::apply(&self.cluster.options.field_manager).force();
         if self.cluster.options.dry_run {
             params = params.dry_run();
@@ -142,6 +147,50 @@ impl OperatorWait {
         )
         .await?
         .body)
+    }
+
+    /// In reconciling mode the CVO merges the manifest's ObjectMeta (labels, annotations,
+    /// the ClusterVersion owner reference) into an existing operator and UPDATEs it when that
+    /// changed something; status is never written. A failure is only logged. Returns the
+    /// operator as it now is.
+    async fn reconcile_meta(&self, task: &Task, resolved: &Resolved, live: Value) -> Value {
+        let name = &task.manifest.id.name;
+        let c = &self.cluster;
+        let required = match merge::prepare(&task.manifest.object, &c.options.cluster_config) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("clusteroperator {name}: {e}");
+                return live;
+            }
+        };
+        let Some(mut merged) = merge::merge_cluster_operator(&live, &required) else {
+            return live;
+        };
+        if let Some(map) = merged.as_object_mut() {
+            map.remove("status");
+        }
+        let params = kube::api::PostParams {
+            dry_run: c.options.dry_run,
+            field_manager: Some(c.options.field_manager.clone()),
+        };
+        let sent = match serde_json::to_vec(&merged) {
+            Ok(bytes) => Request::new(resolved.url_path(None))
+                .replace(name, &params, bytes)
+                .map_err(|e| RequestError::Build(e.to_string())),
+            Err(e) => Err(RequestError::Build(e.to_string())),
+        };
+        let sent = match sent {
+            Ok(req) => request::send(&c.client, req, c.options.request_timeout).await,
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(r) if !c.options.dry_run => r.body,
+            Ok(_) => live,
+            Err(e) => {
+                tracing::warn!("updating the metadata of clusteroperator {name}: {e}");
+                live
+            }
+        }
     }
 
     /// After a real create, the CVO copies the manifest's `status.relatedObjects` into the new
@@ -231,6 +280,9 @@ impl OperatorWait {
             )
             .await
             {
+                Ok(Some(live)) if self.cluster.options.mode == Mode::Reconciling => {
+                    Some(self.reconcile_meta(task, &resolved, live).await)
+                }
                 Ok(Some(live)) => Some(live),
                 Ok(None) if self.cluster.options.dry_run => None,
                 Ok(None) => match self.create_operator(task, &resolved).await {

@@ -197,8 +197,15 @@ fn extension_and_openshift_kinds() {
             "SCC users replaced, allowPrivilegeEscalation nil is true",
             scc(json!({"allowPrivilegeEscalation": true, "users": ["a", "b"]})),
             scc(json!({"users": ["a"]})),
+            // As the Go type encodes it: fields without omitempty written.
             Some(scc(
-                json!({"allowPrivilegeEscalation": true, "users": ["a"]}),
+                json!({"priority": null, "allowPrivilegedContainer": false,
+                "defaultAddCapabilities": null, "requiredDropCapabilities": null,
+                "allowedCapabilities": null, "allowHostDirVolumePlugin": false, "volumes": null,
+                "allowHostNetwork": false, "allowHostPorts": false, "allowHostPID": false,
+                "allowHostIPC": false, "allowPrivilegeEscalation": true, "seLinuxContext": {},
+                "runAsUser": {}, "supplementalGroups": {}, "fsGroup": {},
+                "readOnlyRootFilesystem": false, "users": ["a"], "groups": null}),
             )),
         ),
         case(
