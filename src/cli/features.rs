@@ -2,24 +2,19 @@
 //! given, else the cluster's FeatureGate `cluster`, as the CVO does
 //! ([`minicvo::cvo::features`]). Printed as `features: …`, as the mode is.
 
-use minicvo::cvo::features::{self, Features};
+use std::time::Duration;
+
+use minicvo::apply::actions::cvo::read_feature_gate;
+use minicvo::cvo::features::{self, Explicit, Features};
 use minicvo::{LoadOptions, Payload};
 
-use super::args::PayloadArgs;
+use super::args::{FilterArgs, PayloadArgs};
 
-/// FeatureGate `cluster` as the cluster has it (`None`: absent, or the kind is not served).
-async fn read_feature_gate(client: &kube::Client) -> anyhow::Result<Option<serde_json::Value>> {
-    let gvk = kube::api::GroupVersionKind::gvk("config.openshift.io", "v1", "FeatureGate");
-    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
-        client.clone(),
-        &kube::api::ApiResource::from_gvk_with_plural(&gvk, "featuregates"),
-    );
-    match api.get_opt("cluster").await {
-        Ok(fg) => Ok(fg.map(|o| serde_json::to_value(o).unwrap_or_default())),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
-        Err(e) => Err(anyhow::anyhow!(
-            "reading FeatureGate cluster: {e}\nhint: pass --feature-set and --feature-gates"
-        )),
+/// Which of the feature set and gates the flags give.
+pub fn explicit(filters: &FilterArgs) -> Explicit {
+    Explicit {
+        feature_set: !filters.feature_set.is_empty(),
+        gates: filters.feature_gates.is_some(),
     }
 }
 
@@ -34,21 +29,16 @@ pub async fn payload_for_cluster(
     payload: Payload,
     options: LoadOptions,
 ) -> anyhow::Result<(Payload, LoadOptions, Features)> {
-    let explicit_set = !args.filters.feature_set.is_empty();
-    let explicit_gates = args.filters.feature_gates.is_some();
-    let feature_gate = if explicit_set && explicit_gates {
+    let explicit = explicit(&args.filters);
+    let feature_gate = if explicit.all() {
         None
     } else {
-        read_feature_gate(client).await?
+        read_feature_gate(client, Duration::from_secs(60))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}\nhint: pass --feature-set and --feature-gates"))?
     };
     let version = payload.version().unwrap_or_default();
-    let chosen = features::for_run(
-        &options.filters,
-        explicit_set,
-        explicit_gates,
-        feature_gate.as_ref(),
-        &version,
-    );
+    let chosen = features::for_run(&options.filters, explicit, feature_gate.as_ref(), &version);
     eprintln!("features: {chosen}");
     let same = chosen.feature_set == options.filters.feature_set
         && chosen.gates == options.filters.feature_gates;

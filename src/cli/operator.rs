@@ -184,6 +184,7 @@ pub fn operator(a: &OperatorArgs) -> anyhow::Result<ExitCode> {
             substitute_placeholder: true,
             ..minicvo::LoadOptions::default()
         },
+        explicit_features: super::features::explicit(&a.filters),
         apply: ApplyOptions {
             runner: RunnerOptions {
                 field_manager: a.field_manager.clone(),

@@ -68,17 +68,34 @@ fn enabled_for(feature_gate: &Value, version: &str) -> (BTreeSet<String>, bool) 
     (names, true)
 }
 
-/// The run's features: `filters`' feature set and gates where `explicit_set` /
-/// `explicit_gates` say a flag gave them, the cluster's FeatureGate `cluster`
-/// (`feature_gate`, `None` when absent or not served) for `version` otherwise.
+/// Which of the feature set and the gates a flag gave (the cluster gives the others).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Explicit {
+    /// `--feature-set` was given.
+    pub feature_set: bool,
+    /// `--feature-gates` was given.
+    pub gates: bool,
+}
+
+impl Explicit {
+    /// Both were given: the cluster has nothing to say.
+    #[must_use]
+    pub fn all(self) -> bool {
+        self.feature_set && self.gates
+    }
+}
+
+/// The run's features: `filters`' feature set and gates where `explicit` says a flag gave
+/// them, the cluster's FeatureGate `cluster` (`feature_gate`, `None` when absent or not
+/// served) for `version` otherwise.
 #[must_use]
 pub fn for_run(
     filters: &Filters,
-    explicit_set: bool,
-    explicit_gates: bool,
+    explicit: Explicit,
     feature_gate: Option<&Value>,
     version: &str,
 ) -> Features {
+    let (explicit_set, explicit_gates) = (explicit.feature_set, explicit.gates);
     let from_cluster = if feature_gate.is_some() {
         Source::Cluster
     } else {
@@ -182,7 +199,12 @@ mod tests {
 
     #[test]
     fn the_cluster_gives_the_set_and_the_gates_of_the_version() {
-        let f = for_run(&Filters::default(), false, false, Some(&fg()), "4.99.0");
+        let f = for_run(
+            &Filters::default(),
+            Explicit::default(),
+            Some(&fg()),
+            "4.99.0",
+        );
         assert_eq!(f.feature_set, "TechPreviewNoUpgrade");
         assert_eq!(
             f.gates,
@@ -197,14 +219,19 @@ mod tests {
 
     #[test]
     fn a_version_not_listed_enables_no_gate() {
-        let f = for_run(&Filters::default(), false, false, Some(&fg()), "5.0.0");
+        let f = for_run(
+            &Filters::default(),
+            Explicit::default(),
+            Some(&fg()),
+            "5.0.0",
+        );
         assert_eq!(f.gates, Some(BTreeSet::new()));
         assert!(f.to_string().contains("lists no version 5.0.0"));
     }
 
     #[test]
     fn no_feature_gate_turns_the_gate_filter_off() {
-        let f = for_run(&Filters::default(), false, false, None, "4.99.0");
+        let f = for_run(&Filters::default(), Explicit::default(), None, "4.99.0");
         assert_eq!(f.feature_set, "");
         assert_eq!(f.gates, None);
         assert_eq!(
@@ -221,7 +248,12 @@ mod tests {
             feature_gates: Some(["X".to_string()].into_iter().collect()),
             ..Filters::default()
         };
-        let f = for_run(&filters, true, true, Some(&fg()), "4.99.0");
+        let both = Explicit {
+            feature_set: true,
+            gates: true,
+        };
+        assert!(both.all());
+        let f = for_run(&filters, both, Some(&fg()), "4.99.0");
         assert_eq!(f.feature_set, "Default");
         assert_eq!(f.gates, filters.feature_gates);
         assert_eq!(

@@ -62,6 +62,11 @@ impl Driver {
         let options = OperatorOptions {
             release: from.to_string(),
             load: load.clone(),
+            // The harness's payloads are loaded already, with its filters.
+            explicit_features: crate::cvo::features::Explicit {
+                feature_set: true,
+                gates: true,
+            },
             apply: apply.clone(),
             // No reconcile pass between the phases: the harness's run ends with the update.
             schedule: Schedule::new(Duration::from_secs(24 * 3600), false, None),

@@ -52,6 +52,10 @@ pub struct OperatorOptions {
     /// The load settings every payload is read with (profile, feature set, exclusions); the
     /// overrides and capabilities come from ClusterVersion.
     pub load: LoadOptions,
+    /// Which of `load`'s feature set and gates were given by a flag; the others come from
+    /// FeatureGate `cluster`, read when the operator takes up new work
+    /// ([`crate::cvo::features`]).
+    pub explicit_features: crate::cvo::features::Explicit,
     /// Settings of every pass (the mode, timeout and capabilities are set per pass).
     pub apply: ApplyOptions,
     /// Reconcile interval, backoff and pass timeout.

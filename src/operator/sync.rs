@@ -19,7 +19,7 @@ use super::payloads::{PayloadIndex, Source};
 use super::record::{self, Event};
 use super::{Hooks, OperatorOptions, PassEnd, PassRecord};
 use crate::apply::{self, ApplyEvent, ApplyObserver, Connection, EventKind};
-use crate::cvo::capabilities;
+use crate::cvo::{capabilities, features};
 use crate::payload::Payload;
 use crate::plan::{self, Mode};
 
@@ -179,7 +179,27 @@ impl SyncLoop {
         cv: Option<&Value>,
         current: Option<&Work>,
     ) -> Result<Work, Refusal> {
-        let payload = find_and_load(&self.index, &self.options, wanted).await?;
+        let mut payload = find_and_load(&self.index, &self.options, wanted, None).await?;
+        let explicit = self.options.explicit_features;
+        if !explicit.all() {
+            let timeout = self.options.apply.runner.request_timeout;
+            let fg = crate::apply::actions::cvo::read_feature_gate(&self.conn.client, timeout)
+                .await
+                .map_err(|e| Refusal {
+                    reason: "RetrievePayload",
+                    message: e.to_string(),
+                })?;
+            let version = payload.version().unwrap_or_default();
+            let filters = &self.options.load.filters;
+            let features = features::for_run(filters, explicit, fg.as_ref(), &version);
+            tracing::info!("features: {features}");
+            if features.feature_set != filters.feature_set
+                || features.gates != filters.feature_gates
+            {
+                payload =
+                    find_and_load(&self.index, &self.options, wanted, Some(&features)).await?;
+            }
+        }
         let version = payload.version().unwrap_or_default();
         // The same release with other overrides or capabilities: an update pass, unless the
         // cluster is still being installed (cvo.md §8.2 `calculateNext`).
@@ -202,7 +222,9 @@ impl SyncLoop {
                     version: v.to_string(),
                     ..Desired::default()
                 };
-                find_and_load(&self.index, &self.options, &d).await.ok()
+                find_and_load(&self.index, &self.options, &d, None)
+                    .await
+                    .ok()
             }
             None => None,
         };
@@ -454,10 +476,12 @@ impl SyncLoop {
 
 /// The payload of `wanted`, loaded, or why not: its image when it names one (pulled once,
 /// as the CVO pulls `desiredUpdate.image`), else its version from the index.
+/// `features`, when given, replace the feature set and gates of `options.load`.
 async fn find_and_load(
     index: &Mutex<PayloadIndex>,
     options: &OperatorOptions,
     wanted: &Desired,
+    features: Option<&features::Features>,
 ) -> Result<Arc<Payload>, Refusal> {
     let retrieve = |failure: String| Refusal {
         reason: "RetrievePayload",
@@ -495,6 +519,9 @@ async fn find_and_load(
     };
     let mut load = options.load.clone();
     load.filters = wanted.filters(&options.load.filters);
+    if let Some(f) = features {
+        load.filters = f.apply_to(&load.filters);
+    }
     if !wanted.image.is_empty() {
         // `{{.ReleaseImage}}` is the image asked for, as the CVO renders it.
         load.release_image.clone_from(&wanted.image);

@@ -274,6 +274,29 @@ pub async fn read_config_object(
     }
 }
 
+/// FeatureGate `cluster`, whose feature set and gates filter the payload as the CVO's do
+/// ([`crate::cvo::features`]); `None` when it does not exist or its kind is not served.
+///
+/// # Errors
+///
+/// [`ClusterConfigError`] when the read fails for another reason than 404.
+pub async fn read_feature_gate(
+    client: &kube::Client,
+    timeout: std::time::Duration,
+) -> Result<Option<Value>, ClusterConfigError> {
+    watch::get(
+        client,
+        "/apis/config.openshift.io/v1/featuregates",
+        "cluster",
+        timeout,
+    )
+    .await
+    .map_err(|source| ClusterConfigError {
+        object: "featuregates.config.openshift.io/cluster".into(),
+        source,
+    })
+}
+
 /// What the `cvo` strategy's pre-merge steps read from the cluster before the graph runs:
 ///
 /// - ClusterVersion `version`, for the owner reference every written object carries, when
