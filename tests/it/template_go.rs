@@ -149,7 +149,9 @@ fn go_results(cases: &[Case]) -> Vec<Value> {
     let body = serde_json::to_vec(&input).expect("cases as JSON");
     let writer = std::thread::spawn(move || {
         let mut stdin = stdin;
-        stdin.write_all(&body).expect("cases written to the Go program");
+        stdin
+            .write_all(&body)
+            .expect("cases written to the Go program");
     });
     let out = child.wait_with_output().expect("the Go program's output");
     writer.join().expect("writer");
@@ -162,7 +164,11 @@ fn go_results(cases: &[Case]) -> Vec<Value> {
 #[test]
 fn templates_render_as_go_renders_them() {
     let cases = cases();
-    assert!(cases.len() > 200, "the case table is there ({})", cases.len());
+    assert!(
+        cases.len() > 200,
+        "the case table is there ({})",
+        cases.len()
+    );
     let go = go_results(&cases);
     let mut mismatches = Vec::new();
     for (case, go) in cases.iter().zip(&go) {
@@ -176,9 +182,10 @@ fn templates_render_as_go_renders_them() {
             _ => false,
         };
         if !same {
-            let go_says = go
-                .get("output")
-                .map_or_else(|| format!("error {}", go["error"]), |o| format!("output {o}"));
+            let go_says = go.get("output").map_or_else(
+                || format!("error {}", go["error"]),
+                |o| format!("output {o}"),
+            );
             let we_say = match &ours {
                 Ok(o) => format!("output {o:?}"),
                 Err(e) => format!("error (line {}) {:?}", e.line, e.message),

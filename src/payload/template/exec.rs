@@ -386,8 +386,7 @@ impl<'t, 'a> State<'t, 'a> {
             && t.starts_with('0')
             && matches!(t.as_bytes()[1], b'x' | b'X')
             && !t.contains(['p', 'P']);
-        if n.is_float && !hex_int && !t.starts_with('\'') && t.contains(['.', 'e', 'E', 'p', 'P'])
-        {
+        if n.is_float && !hex_int && !t.starts_with('\'') && t.contains(['.', 'e', 'E', 'p', 'P']) {
             return Ok(Value::Float(n.float));
         }
         if n.is_int {

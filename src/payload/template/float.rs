@@ -27,7 +27,10 @@ impl Digits {
     fn trimmed(mut d: Vec<u8>, mut dp: i32) -> Self {
         let lead = d.iter().take_while(|c| **c == b'0').count();
         if lead == d.len() {
-            return Digits { d: Vec::new(), dp: 0 };
+            return Digits {
+                d: Vec::new(),
+                dp: 0,
+            };
         }
         d.drain(..lead);
         dp -= i32::try_from(lead).unwrap_or(0);

@@ -149,8 +149,7 @@ impl<'o> Printer<'o> {
                 }
                 for (i, (k, val)) in m.iter().enumerate() {
                     if i > 0 {
-                        self.buf
-                            .push_str(if self.f.sharp_v { ", " } else { " " });
+                        self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
                     self.print_value(&Value::str(k), verb, depth + 1);
                     self.buf.push(':');
@@ -165,8 +164,7 @@ impl<'o> Printer<'o> {
                 self.buf.push('{');
                 for (i, name) in FIELDS.iter().enumerate() {
                     if i > 0 {
-                        self.buf
-                            .push_str(if self.f.sharp_v { ", " } else { " " });
+                        self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
                     if self.f.plus_v || self.f.sharp_v {
                         self.buf.push_str(name);
@@ -397,7 +395,10 @@ impl<'o> Printer<'o> {
             'F' => (b'f', 6),
             _ => return self.bad_verb(verb, v),
         };
-        let prec = self.f.prec.map_or(prec, |p| i32::try_from(p).unwrap_or(i32::MAX));
+        let prec = self
+            .f
+            .prec
+            .map_or(prec, |p| i32::try_from(p).unwrap_or(i32::MAX));
         let text = float::format(x, fverb, prec);
         let mut num: Vec<u8> = if text.starts_with(['-', '+']) {
             text.into_bytes()
@@ -524,8 +525,14 @@ impl<'o> Printer<'o> {
                 }
                 i += 1;
             }
-            (arg_num, i, after_index) =
-                arg_number(arg_num, format, i, args.len(), &mut good_arg_num, &mut reordered);
+            (arg_num, i, after_index) = arg_number(
+                arg_num,
+                format,
+                i,
+                args.len(),
+                &mut good_arg_num,
+                &mut reordered,
+            );
             if i < end && fb[i] == b'*' {
                 i += 1;
                 let (w, ok, n) = int_from_arg(args, arg_num);
@@ -752,7 +759,11 @@ fn escape_into(out: &mut String, c: char, quote: char, ascii: bool) {
         out.push(c);
         return;
     }
-    if if ascii { c.is_ascii() && is_print(c) } else { is_print(c) } {
+    if if ascii {
+        c.is_ascii() && is_print(c)
+    } else {
+        is_print(c)
+    } {
         out.push(c);
         return;
     }
@@ -790,11 +801,17 @@ mod tests {
         assert_eq!(sprintf("%d", &[s("x")]), "%!d(string=x)");
         assert_eq!(sprintf("%s", &[s("a"), Value::Int(3)]), "a%!(EXTRA int=3)");
         assert_eq!(sprintf("%s %d", &[s("a")]), "a %!d(MISSING)");
-        assert_eq!(sprintf("%05d|%-4s|%x", &[Value::Int(-42), s("ab"), s("hi")]), "-0042|ab  |6869");
+        assert_eq!(
+            sprintf("%05d|%-4s|%x", &[Value::Int(-42), s("ab"), s("hi")]),
+            "-0042|ab  |6869"
+        );
     }
 
     #[test]
     fn print_spaces_between_non_strings() {
-        assert_eq!(sprint(&[Value::Int(1), Value::Int(2), Value::str("a"), Value::Int(3)]), "1 2a3");
+        assert_eq!(
+            sprint(&[Value::Int(1), Value::Int(2), Value::str("a"), Value::Int(3)]),
+            "1 2a3"
+        );
     }
 }

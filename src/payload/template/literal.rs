@@ -240,7 +240,13 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
         return None;
     }
     let mut exp: Option<i32> = None;
-    if i < b.len() && (if hex { b[i].eq_ignore_ascii_case(&b'p') } else { b[i].eq_ignore_ascii_case(&b'e') }) {
+    if i < b.len()
+        && (if hex {
+            b[i].eq_ignore_ascii_case(&b'p')
+        } else {
+            b[i].eq_ignore_ascii_case(&b'e')
+        })
+    {
         i += 1;
         let mut esign = 1;
         if i < b.len() && (b[i] == b'+' || b[i] == b'-') {

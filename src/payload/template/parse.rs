@@ -163,7 +163,10 @@ impl<'p, 'a> Parser<'p, 'a> {
         if token.kind == Kind::Error {
             let mut extra = String::new();
             if self.action_line != 0 && self.action_line != token.line {
-                extra = format!(" in action started at {}:{}", self.parse_name, self.action_line);
+                extra = format!(
+                    " in action started at {}:{}",
+                    self.parse_name, self.action_line
+                );
                 if token.val.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
