@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
         .expect("tests/template_cases/cases.txt");
     let mut out = Vec::new();
     let mut current: Option<(String, String, Vec<&str>)> = None;
-    let mut finish = |c: Option<(String, String, Vec<&str>)>, out: &mut Vec<Case>| {
+    let finish = |c: Option<(String, String, Vec<&str>)>, out: &mut Vec<Case>| {
         if let Some((name, set, lines)) = c {
             out.push(case(name, lines.join("\n"), &set));
         }

@@ -3,11 +3,9 @@
 //! Like Go's, it remembers the last node it evaluated and names that node (position and text)
 //! in an execution error, so it sets that node at the same steps Go does.
 
-use std::borrow::Cow;
-
 use super::ast::{Arg, Branch, Command, List, Node, Pipe, TemplateCall};
 use super::fmt::print_one;
-use super::funcs::{Builtin, Param, lookup, reflect_string};
+use super::funcs::Param;
 use super::literal::Number;
 use super::parse::Trees;
 use super::value::Value;
@@ -22,7 +20,7 @@ pub(super) struct ExecError {
     pub message: String,
 }
 
-type Result<T> = std::result::Result<T, ExecError>;
+pub(super) type Result<T> = std::result::Result<T, ExecError>;
 
 /// How a walk ended: normally, or at a `{{break}}` or `{{continue}}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +32,7 @@ enum Flow {
 
 /// The node an error names.
 #[derive(Clone, Copy)]
-enum At<'t, 'a> {
+pub(super) enum At<'t, 'a> {
     Pipe(&'t Pipe<'a>),
     Command(&'t Command<'a>),
     Arg(&'t Arg<'a>),
@@ -92,7 +90,7 @@ pub(super) fn execute<'a>(
     Ok(state.out)
 }
 
-struct State<'t, 'a> {
+pub(super) struct State<'t, 'a> {
     trees: &'t Trees<'a>,
     text: &'a str,
     parse_name: &'t str,
@@ -105,11 +103,11 @@ struct State<'t, 'a> {
 }
 
 impl<'t, 'a> State<'t, 'a> {
-    fn at(&mut self, node: At<'t, 'a>) {
+    pub(super) fn at(&mut self, node: At<'t, 'a>) {
         self.node = Some(node);
     }
 
-    fn error(&self, message: impl Into<String>) -> ExecError {
+    pub(super) fn error(&self, message: impl Into<String>) -> ExecError {
         let message = message.into();
         let Some(node) = self.node else {
             return ExecError {
@@ -132,7 +130,7 @@ impl<'t, 'a> State<'t, 'a> {
         }
     }
 
-    fn fail<T>(&self, message: impl Into<String>) -> Result<T> {
+    pub(super) fn fail<T>(&self, message: impl Into<String>) -> Result<T> {
         Err(self.error(message))
     }
 
@@ -317,7 +315,11 @@ impl<'t, 'a> State<'t, 'a> {
         r.map(|_| ())
     }
 
-    fn eval_pipeline(&mut self, dot: &Value<'a>, pipe: &'t Pipe<'a>) -> Result<Value<'a>> {
+    pub(super) fn eval_pipeline(
+        &mut self,
+        dot: &Value<'a>,
+        pipe: &'t Pipe<'a>,
+    ) -> Result<Value<'a>> {
         self.at(At::Pipe(pipe));
         let mut value: Option<Value<'a>> = None;
         for cmd in &pipe.cmds {
@@ -379,7 +381,11 @@ impl<'t, 'a> State<'t, 'a> {
         }
     }
 
-    fn ideal_constant(&mut self, node: &'t Arg<'a>, n: &Number<'a>) -> Result<Value<'a>> {
+    pub(super) fn ideal_constant(
+        &mut self,
+        node: &'t Arg<'a>,
+        n: &Number<'a>,
+    ) -> Result<Value<'a>> {
         self.at(At::Arg(node));
         let t = n.text;
         let hex_int = t.len() > 2
@@ -398,7 +404,7 @@ impl<'t, 'a> State<'t, 'a> {
         Ok(Value::Invalid)
     }
 
-    fn eval_chain(
+    pub(super) fn eval_chain(
         &mut self,
         dot: &Value<'a>,
         chain: &'t Arg<'a>,
@@ -416,7 +422,7 @@ impl<'t, 'a> State<'t, 'a> {
         self.eval_field_chain(receiver, fields, args, fin)
     }
 
-    fn eval_variable(
+    pub(super) fn eval_variable(
         &mut self,
         dot: &Value<'a>,
         var: &'t Arg<'a>,
@@ -436,7 +442,7 @@ impl<'t, 'a> State<'t, 'a> {
         self.eval_field_chain(value, &idents[1..], args, fin)
     }
 
-    fn eval_field_chain(
+    pub(super) fn eval_field_chain(
         &mut self,
         mut receiver: Value<'a>,
         idents: &[&'a str],
@@ -499,130 +505,5 @@ impl<'t, 'a> State<'t, 'a> {
             }
             None => self.fail(format!("undefined variable: {name}")),
         }
-    }
-
-    fn eval_function(
-        &mut self,
-        dot: &Value<'a>,
-        ident: &'t Arg<'a>,
-        name: &str,
-        node: At<'t, 'a>,
-        args: &'t [Arg<'a>],
-        fin: Option<Value<'a>>,
-    ) -> Result<Value<'a>> {
-        self.at(At::Arg(ident));
-        let Some(f) = lookup(name) else {
-            return self.fail(format!(
-                "{} is not a defined function",
-                super::fmt::quote(name, false)
-            ));
-        };
-        let (fixed, variadic) = f.signature();
-        let num_in = args.len() + usize::from(fin.is_some());
-        if variadic.is_some() {
-            if num_in < fixed.len() {
-                return self.fail(format!(
-                    "wrong number of args for {name}: want at least {} got {}",
-                    fixed.len(),
-                    args.len()
-                ));
-            }
-        } else if num_in != fixed.len() {
-            return self.fail(format!(
-                "wrong number of args for {name}: want {} got {num_in}",
-                fixed.len()
-            ));
-        }
-        if matches!(f, Builtin::And | Builtin::Or) {
-            let mut v = Value::Invalid;
-            for arg in args {
-                v = self.eval_arg(dot, Param::Value, arg)?;
-                if v.truth() == (f == Builtin::Or) {
-                    return Ok(v);
-                }
-            }
-            if let Some(fv) = fin {
-                v = fv;
-            }
-            return Ok(v);
-        }
-        let mut argv = Vec::with_capacity(num_in + 1);
-        if f == Builtin::Call {
-            let callee = match args.first() {
-                Some(a) => a.to_string(),
-                None => fin.as_ref().map_or_else(String::new, reflect_string),
-            };
-            argv.push(Value::Str(Cow::Owned(callee)));
-        }
-        for (i, arg) in args.iter().enumerate() {
-            let param = fixed.get(i).copied().or(variadic).unwrap_or(Param::Any);
-            argv.push(self.eval_arg(dot, param, arg)?);
-        }
-        if let Some(fv) = fin {
-            let param = if num_in - 1 < fixed.len() {
-                fixed[num_in - 1]
-            } else {
-                variadic.unwrap_or(Param::Any)
-            };
-            argv.push(self.validate_type(fv, param)?);
-        }
-        match f.call(argv) {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                self.at(node);
-                self.fail(format!("error calling {name}: {e}"))
-            }
-        }
-    }
-
-    fn validate_type(&self, value: Value<'a>, param: Param) -> Result<Value<'a>> {
-        if param != Param::String {
-            return Ok(value);
-        }
-        match value {
-            Value::Str(_) => Ok(value),
-            Value::Invalid => self.fail("invalid value; expected string"),
-            other => self.fail(format!(
-                "wrong type for value; expected string; got {}",
-                other.type_name()
-            )),
-        }
-    }
-
-    fn eval_arg(&mut self, dot: &Value<'a>, param: Param, n: &'t Arg<'a>) -> Result<Value<'a>> {
-        self.at(At::Arg(n));
-        let v = match n {
-            Arg::Dot { .. } => dot.clone(),
-            Arg::Nil { .. } => {
-                if param == Param::String {
-                    return self.fail(format!("cannot assign nil to {}", param.go_name()));
-                }
-                return Ok(Value::Invalid);
-            }
-            Arg::Field { idents, .. } => {
-                self.at(At::Arg(n));
-                self.eval_field_chain(dot.clone(), idents, std::slice::from_ref(n), None)?
-            }
-            Arg::Variable { .. } => self.eval_variable(dot, n, &[], None)?,
-            Arg::Pipe(p) => self.eval_pipeline(dot, p)?,
-            Arg::Identifier { name, .. } => {
-                self.eval_function(dot, n, name, At::Arg(n), &[], None)?
-            }
-            Arg::Chain { .. } => self.eval_chain(dot, n, &[], None)?,
-            Arg::Bool { value, .. } => {
-                if param == Param::String {
-                    return self.fail(format!("expected string; found {n}"));
-                }
-                Value::Bool(*value)
-            }
-            Arg::Number { number, .. } => {
-                if param == Param::String {
-                    return self.fail(format!("expected string; found {n}"));
-                }
-                self.ideal_constant(n, number)?
-            }
-            Arg::String { text, .. } => Value::Str(text.clone()),
-        };
-        self.validate_type(v, param)
     }
 }

@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(format(2.5e-7, b'g', -1), "2.5e-07");
         assert_eq!(format(1234.5678, b'e', 6), "1.234568e+03");
         assert_eq!(format(2.5, b'f', 0), "2");
-        assert_eq!(format(3.14159, b'g', 3), "3.14");
+        assert_eq!(format(1.23456, b'g', 3), "1.23");
         assert_eq!(format(0.0, b'e', 2), "0.00e+00");
         assert_eq!(format(1.5, b'x', -1), "0x1.8p+00");
     }

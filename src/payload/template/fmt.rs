@@ -5,6 +5,8 @@
 //! Also `strconv.Quote` and friends, which `%q` and Go's error messages use.
 
 use super::float;
+use super::quote::{can_backquote, quote_rune};
+pub(super) use super::quote::{is_print, quote};
 use super::value::{FIELDS, STRUCT_TYPE, Value};
 
 /// The text `{{value}}` prints (Go's `fmt.Fprint` of one operand).
@@ -51,25 +53,25 @@ pub(super) fn sprintf(format: &str, args: &[Value<'_>]) -> String {
 }
 
 #[derive(Default, Clone, Copy)]
-struct Flags {
-    plus: bool,
-    minus: bool,
-    sharp: bool,
-    space: bool,
-    zero: bool,
-    plus_v: bool,
-    sharp_v: bool,
-    wid: Option<usize>,
-    prec: Option<usize>,
+pub(super) struct Flags {
+    pub(super) plus: bool,
+    pub(super) minus: bool,
+    pub(super) sharp: bool,
+    pub(super) space: bool,
+    pub(super) zero: bool,
+    pub(super) plus_v: bool,
+    pub(super) sharp_v: bool,
+    pub(super) wid: Option<usize>,
+    pub(super) prec: Option<usize>,
 }
 
-struct Printer<'o> {
-    buf: &'o mut String,
-    f: Flags,
+pub(super) struct Printer<'o> {
+    pub(super) buf: &'o mut String,
+    pub(super) f: Flags,
 }
 
 impl<'o> Printer<'o> {
-    fn new(buf: &'o mut String) -> Self {
+    pub(super) fn new(buf: &'o mut String) -> Self {
         Printer {
             buf,
             f: Flags::default(),
@@ -108,7 +110,7 @@ impl<'o> Printer<'o> {
         self.f.zero = zero;
     }
 
-    fn print_arg(&mut self, v: &Value<'_>, verb: char) {
+    pub(super) fn print_arg(&mut self, v: &Value<'_>, verb: char) {
         if let Value::Invalid = v {
             match verb {
                 'T' | 'v' => self.pad("<nil>"),
@@ -121,10 +123,10 @@ impl<'o> Printer<'o> {
             'p' => return self.bad_verb(verb, v),
             _ => {}
         }
-        self.print_value(v, verb, 0);
+        self.print_value(v, verb);
     }
 
-    fn print_value(&mut self, v: &Value<'_>, verb: char, depth: usize) {
+    fn print_value(&mut self, v: &Value<'_>, verb: char) {
         match v {
             Value::Invalid => {
                 if verb == 'v' {
@@ -151,9 +153,9 @@ impl<'o> Printer<'o> {
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
-                    self.print_value(&Value::str(k), verb, depth + 1);
+                    self.print_value(&Value::str(k), verb);
                     self.buf.push(':');
-                    self.print_value(&Value::str(val), verb, depth + 1);
+                    self.print_value(&Value::str(val), verb);
                 }
                 self.buf.push(if self.f.sharp_v { '}' } else { ']' });
             }
@@ -171,7 +173,7 @@ impl<'o> Printer<'o> {
                         self.buf.push(':');
                     }
                     let field = Value::field(data, name).unwrap_or(Value::Invalid);
-                    self.print_value(&field, verb, depth + 1);
+                    self.print_value(&field, verb);
                 }
                 self.buf.push('}');
             }
@@ -338,12 +340,13 @@ impl<'o> Printer<'o> {
                 self.f.zero = zero;
                 return;
             }
-        } else if self.f.zero && !self.f.minus {
-            if let Some(w) = self.f.wid {
-                prec = w;
-                if negative || self.f.plus || self.f.space {
-                    prec = prec.saturating_sub(1);
-                }
+        } else if self.f.zero
+            && !self.f.minus
+            && let Some(w) = self.f.wid
+        {
+            prec = w;
+            if negative || self.f.plus || self.f.space {
+                prec = prec.saturating_sub(1);
             }
         }
         let mut digits: Vec<u8> = Vec::with_capacity(24);
@@ -468,327 +471,26 @@ impl<'o> Printer<'o> {
         }
         let s = String::from_utf8(num).unwrap_or_default();
         if self.f.plus || !s.starts_with('+') {
-            if self.f.zero && !self.f.minus {
-                if let Some(w) = self.f.wid.filter(|w| *w > s.len()) {
-                    self.buf.push_str(&s[..1]);
-                    self.write_padding(w - s.len());
-                    self.buf.push_str(&s[1..]);
-                    return;
-                }
+            if self.f.zero
+                && !self.f.minus
+                && let Some(w) = self.f.wid.filter(|w| *w > s.len())
+            {
+                self.buf.push_str(&s[..1]);
+                self.write_padding(w - s.len());
+                self.buf.push_str(&s[1..]);
+                return;
             }
-            return self.pad_spaces(&s);
+            return self.pad(&s);
         }
-        self.pad_spaces(&s[1..]);
+        self.pad(&s[1..]);
     }
 
-    fn do_printf(&mut self, format: &str, args: &[Value<'_>]) {
-        let fb = format.as_bytes();
-        let end = fb.len();
-        let mut arg_num = 0usize;
-        let mut after_index;
-        let mut reordered = false;
-        let mut i = 0;
-        'format: while i < end {
-            let mut good_arg_num = true;
-            let last = i;
-            while i < end && fb[i] != b'%' {
-                i += 1;
-            }
-            if i > last {
-                self.buf.push_str(&format[last..i]);
-            }
-            if i >= end {
-                break;
-            }
-            i += 1;
-            self.f = Flags::default();
-            while i < end {
-                let c = fb[i];
-                match c {
-                    b'#' => self.f.sharp = true,
-                    b'0' => self.f.zero = true,
-                    b'+' => self.f.plus = true,
-                    b'-' => self.f.minus = true,
-                    b' ' => self.f.space = true,
-                    _ => {
-                        if c.is_ascii_lowercase() && arg_num < args.len() {
-                            if c == b'v' {
-                                self.move_sharp_plus();
-                            }
-                            self.print_arg(&args[arg_num], char::from(c));
-                            arg_num += 1;
-                            i += 1;
-                            continue 'format;
-                        }
-                        break;
-                    }
-                }
-                i += 1;
-            }
-            (arg_num, i, after_index) = arg_number(
-                arg_num,
-                format,
-                i,
-                args.len(),
-                &mut good_arg_num,
-                &mut reordered,
-            );
-            if i < end && fb[i] == b'*' {
-                i += 1;
-                let (w, ok, n) = int_from_arg(args, arg_num);
-                arg_num = n;
-                if !ok {
-                    self.buf.push_str("%!(BADWIDTH)");
-                }
-                self.f.wid = ok.then(|| usize::try_from(w.unsigned_abs()).unwrap_or(0));
-                if ok && w < 0 {
-                    self.f.minus = true;
-                    self.f.zero = false;
-                }
-                after_index = false;
-            } else {
-                let (w, present, ni) = parse_num(fb, i, end);
-                self.f.wid = present.then_some(w);
-                i = ni;
-                if after_index && present {
-                    good_arg_num = false;
-                }
-            }
-            if i + 1 < end && fb[i] == b'.' {
-                i += 1;
-                if after_index {
-                    good_arg_num = false;
-                }
-                (arg_num, i, after_index) = arg_number(
-                    arg_num,
-                    format,
-                    i,
-                    args.len(),
-                    &mut good_arg_num,
-                    &mut reordered,
-                );
-                if i < end && fb[i] == b'*' {
-                    i += 1;
-                    let (p, ok, n) = int_from_arg(args, arg_num);
-                    arg_num = n;
-                    let ok = ok && p >= 0;
-                    self.f.prec = ok.then(|| usize::try_from(p.unsigned_abs()).unwrap_or(0));
-                    if !ok {
-                        self.buf.push_str("%!(BADPREC)");
-                    }
-                    after_index = false;
-                } else {
-                    let (p, present, ni) = parse_num(fb, i, end);
-                    i = ni;
-                    self.f.prec = Some(if present { p } else { 0 });
-                }
-            }
-            if !after_index {
-                (arg_num, i, after_index) = arg_number(
-                    arg_num,
-                    format,
-                    i,
-                    args.len(),
-                    &mut good_arg_num,
-                    &mut reordered,
-                );
-            }
-            let _ = after_index;
-            if i >= end {
-                self.buf.push_str("%!(NOVERB)");
-                break;
-            }
-            let verb = format[i..].chars().next().unwrap_or('%');
-            i += verb.len_utf8();
-            match verb {
-                '%' => self.buf.push('%'),
-                _ if !good_arg_num => {
-                    self.buf.push_str("%!");
-                    self.buf.push(verb);
-                    self.buf.push_str("(BADINDEX)");
-                }
-                _ if arg_num >= args.len() => {
-                    self.buf.push_str("%!");
-                    self.buf.push(verb);
-                    self.buf.push_str("(MISSING)");
-                }
-                _ => {
-                    if verb == 'v' || verb == 'w' {
-                        self.move_sharp_plus();
-                    }
-                    self.print_arg(&args[arg_num], verb);
-                    arg_num += 1;
-                }
-            }
-        }
-        if !reordered && arg_num < args.len() {
-            self.f = Flags::default();
-            self.buf.push_str("%!(EXTRA ");
-            for (k, a) in args[arg_num..].iter().enumerate() {
-                if k > 0 {
-                    self.buf.push_str(", ");
-                }
-                if let Value::Invalid = a {
-                    self.buf.push_str("<nil>");
-                } else {
-                    self.buf.push_str(a.type_name());
-                    self.buf.push('=');
-                    self.print_arg(a, 'v');
-                }
-            }
-            self.buf.push(')');
-        }
-    }
-
-    fn move_sharp_plus(&mut self) {
+    pub(super) fn move_sharp_plus(&mut self) {
         self.f.sharp_v = self.f.sharp;
         self.f.sharp = false;
         self.f.plus_v = self.f.plus;
         self.f.plus = false;
     }
-}
-
-/// A decimal number at `fb[i..end]`: its value, whether there was one, and the index after.
-fn parse_num(fb: &[u8], mut i: usize, end: usize) -> (usize, bool, usize) {
-    let start = i;
-    let mut n = 0usize;
-    while i < end && fb[i].is_ascii_digit() {
-        if n > 1_000_000 {
-            return (0, false, end);
-        }
-        n = n * 10 + usize::from(fb[i] - b'0');
-        i += 1;
-    }
-    (n, i > start, i)
-}
-
-/// An argument index `[n]` at `format[i..]`: the next argument, index after it, and whether
-/// one was read.
-fn arg_number(
-    arg_num: usize,
-    format: &str,
-    i: usize,
-    num_args: usize,
-    good: &mut bool,
-    reordered: &mut bool,
-) -> (usize, usize, bool) {
-    let fb = format.as_bytes();
-    if fb.len() <= i || fb[i] != b'[' {
-        return (arg_num, i, false);
-    }
-    *reordered = true;
-    let (index, wid, ok) = parse_arg_number(&fb[i..]);
-    if ok && index < num_args {
-        return (index, i + wid, true);
-    }
-    *good = false;
-    (arg_num, i + wid, ok)
-}
-
-fn parse_arg_number(f: &[u8]) -> (usize, usize, bool) {
-    if f.len() < 3 {
-        return (0, 1, false);
-    }
-    for i in 1..f.len() {
-        if f[i] == b']' {
-            let (width, ok, newi) = parse_num(f, 1, i);
-            if !ok || newi != i || width == 0 {
-                return (0, i + 1, width == 0 && ok && newi == i);
-            }
-            return (width - 1, i + 1, true);
-        }
-    }
-    (0, 1, false)
-}
-
-/// `*` in a format: the int argument at `arg_num`, whether it is one, and the next argument.
-fn int_from_arg(args: &[Value<'_>], arg_num: usize) -> (i64, bool, usize) {
-    let Some(a) = args.get(arg_num) else {
-        return (0, false, arg_num);
-    };
-    let n = match a {
-        Value::Int(i) => Some(*i),
-        Value::Byte(b) => Some(i64::from(*b)),
-        _ => None,
-    };
-    match n {
-        Some(n) if n.unsigned_abs() <= 1_000_000 => (n, true, arg_num + 1),
-        _ => (0, false, arg_num + 1),
-    }
-}
-
-/// Whether Go's `strconv.IsPrint` holds for `c` (close to it for characters Rust's standard
-/// library cannot classify: unassigned code points count as printable here).
-pub(super) fn is_print(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    !matches!(u32::from(c),
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
-        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
-        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F | 0xE000..=0xF8FF
-        | 0xF0000..=0x10FFFF | 0xFFFE | 0xFFFF)
-}
-
-/// `strconv.Quote` (`ascii`: `QuoteToASCII`).
-pub(super) fn quote(s: &str, ascii: bool) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        escape_into(&mut out, c, '"', ascii);
-    }
-    out.push('"');
-    out
-}
-
-/// `strconv.QuoteRune` (`ascii`: `QuoteRuneToASCII`).
-fn quote_rune(c: char, ascii: bool) -> String {
-    let mut out = String::from("'");
-    escape_into(&mut out, c, '\'', ascii);
-    out.push('\'');
-    out
-}
-
-fn escape_into(out: &mut String, c: char, quote: char, ascii: bool) {
-    if c == quote || c == '\\' {
-        out.push('\\');
-        out.push(c);
-        return;
-    }
-    if if ascii {
-        c.is_ascii() && is_print(c)
-    } else {
-        is_print(c)
-    } {
-        out.push(c);
-        return;
-    }
-    match c {
-        '\x07' => out.push_str("\\a"),
-        '\x08' => out.push_str("\\b"),
-        '\x0c' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\x0b' => out.push_str("\\v"),
-        c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-        c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-        c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-    }
-}
-
-/// `strconv.CanBackquote`.
-fn can_backquote(s: &str) -> bool {
-    s.chars().all(|c| {
-        if c.len_utf8() > 1 {
-            return c != '\u{feff}';
-        }
-        !((c < ' ' && c != '\t') || c == '`' || c == '\x7f')
-    })
 }
 
 #[cfg(test)]

@@ -28,13 +28,18 @@
 //! Files without `{{` are returned as they are, without being parsed.
 
 mod ast;
+mod call;
 mod exec;
 mod float;
 mod fmt;
 mod funcs;
+mod item;
 mod lex;
 mod literal;
+mod operand;
 mod parse;
+mod printf;
+mod quote;
 mod value;
 
 use std::collections::BTreeMap;

@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 
-use super::ast::{Arg, Branch, Command, List, Node, Pipe, TemplateCall, is_empty};
-use super::funcs::is_builtin;
-use super::lex::{Item, Kind, Lexer};
+use super::ast::{Branch, List, Node, TemplateCall, is_empty};
+use super::item::{Item, Kind};
+use super::lex::Lexer;
 use super::literal;
 
 /// Deepest nesting of parentheses Go accepts.
-const MAX_PAREN_DEPTH: usize = 10_000;
+pub(super) const MAX_PAREN_DEPTH: usize = 10_000;
 
 /// The trees of one parse: the template's own and each defined one, by name.
 pub(super) type Trees<'a> = HashMap<String, List<'a>>;
@@ -54,19 +54,19 @@ impl Parsed<'_> {
     }
 }
 
-struct Parser<'p, 'a> {
-    lex: &'p mut Lexer<'a>,
-    trees: &'p mut Trees<'a>,
+pub(super) struct Parser<'p, 'a> {
+    pub(super) lex: &'p mut Lexer<'a>,
+    pub(super) trees: &'p mut Trees<'a>,
     /// The template being parsed (for error messages).
-    parse_name: &'p str,
+    pub(super) parse_name: &'p str,
     /// The name of the tree this state builds.
-    name: String,
-    token: [Item<'a>; 3],
-    peek_count: usize,
-    vars: Vec<&'a str>,
-    action_line: usize,
-    range_depth: usize,
-    paren_depth: usize,
+    pub(super) name: String,
+    pub(super) token: [Item<'a>; 3],
+    pub(super) peek_count: usize,
+    pub(super) vars: Vec<&'a str>,
+    pub(super) action_line: usize,
+    pub(super) range_depth: usize,
+    pub(super) paren_depth: usize,
 }
 
 impl<'p, 'a> Parser<'p, 'a> {
@@ -95,7 +95,7 @@ impl<'p, 'a> Parser<'p, 'a> {
         Parser::new(self.lex, self.trees, self.parse_name, name)
     }
 
-    fn error<T>(&self, message: impl Into<String>) -> Result<T, ParseError> {
+    pub(super) fn error<T>(&self, message: impl Into<String>) -> Result<T, ParseError> {
         let line = self.token[0].line;
         Err(ParseError {
             line,
@@ -103,7 +103,7 @@ impl<'p, 'a> Parser<'p, 'a> {
         })
     }
 
-    fn next(&mut self) -> Item<'a> {
+    pub(super) fn next(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             self.peek_count -= 1;
         } else {
@@ -112,22 +112,22 @@ impl<'p, 'a> Parser<'p, 'a> {
         self.token[self.peek_count].clone()
     }
 
-    fn backup(&mut self) {
+    pub(super) fn backup(&mut self) {
         self.peek_count += 1;
     }
 
-    fn backup2(&mut self, t1: Item<'a>) {
+    pub(super) fn backup2(&mut self, t1: Item<'a>) {
         self.token[1] = t1;
         self.peek_count = 2;
     }
 
-    fn backup3(&mut self, t2: Item<'a>, t1: Item<'a>) {
+    pub(super) fn backup3(&mut self, t2: Item<'a>, t1: Item<'a>) {
         self.token[1] = t1;
         self.token[2] = t2;
         self.peek_count = 3;
     }
 
-    fn peek(&mut self) -> Item<'a> {
+    pub(super) fn peek(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             return self.token[self.peek_count - 1].clone();
         }
@@ -136,7 +136,7 @@ impl<'p, 'a> Parser<'p, 'a> {
         self.token[0].clone()
     }
 
-    fn next_non_space(&mut self) -> Item<'a> {
+    pub(super) fn next_non_space(&mut self) -> Item<'a> {
         loop {
             let t = self.next();
             if t.kind != Kind::Space {
@@ -145,7 +145,7 @@ impl<'p, 'a> Parser<'p, 'a> {
         }
     }
 
-    fn peek_non_space(&mut self) -> Item<'a> {
+    pub(super) fn peek_non_space(&mut self) -> Item<'a> {
         let t = self.next_non_space();
         self.backup();
         t
@@ -159,7 +159,7 @@ impl<'p, 'a> Parser<'p, 'a> {
         Ok(t)
     }
 
-    fn unexpected<T>(&self, token: &Item<'a>, context: &str) -> Result<T, ParseError> {
+    pub(super) fn unexpected<T>(&self, token: &Item<'a>, context: &str) -> Result<T, ParseError> {
         if token.kind == Kind::Error {
             let mut extra = String::new();
             if self.action_line != 0 && self.action_line != token.line {
@@ -403,240 +403,10 @@ impl<'p, 'a> Parser<'p, 'a> {
             _ => self.unexpected(token, context),
         }
     }
-
-    fn pipeline(&mut self, context: &str, end: Kind) -> Result<Pipe<'a>, ParseError> {
-        let token = self.peek_non_space();
-        let mut pipe = Pipe {
-            pos: token.pos,
-            is_assign: false,
-            decl: Vec::new(),
-            cmds: Vec::new(),
-        };
-        loop {
-            let v = self.peek_non_space();
-            if v.kind != Kind::Variable {
-                break;
-            }
-            self.next();
-            let after = self.peek();
-            let next = self.peek_non_space();
-            let name = borrowed(&v.val);
-            if matches!(next.kind, Kind::Assign | Kind::Declare) {
-                pipe.is_assign = next.kind == Kind::Assign;
-                self.next_non_space();
-                pipe.decl.push(name);
-                self.vars.push(name);
-            } else if next.kind == Kind::Char && next.val == "," {
-                self.next_non_space();
-                pipe.decl.push(name);
-                self.vars.push(name);
-                if context == "range" && pipe.decl.len() < 2 {
-                    match self.peek_non_space().kind {
-                        Kind::Variable | Kind::RightDelim | Kind::RightParen => continue,
-                        _ => return self.error("range can only initialize variables"),
-                    }
-                }
-                return self.error(format!("too many declarations in {context}"));
-            } else if after.kind == Kind::Space {
-                self.backup3(v, after);
-            } else {
-                self.backup2(v);
-            }
-            break;
-        }
-        loop {
-            let token = self.next_non_space();
-            match token.kind {
-                k if k == end => {
-                    self.check_pipeline(&pipe, context)?;
-                    return Ok(pipe);
-                }
-                Kind::Bool
-                | Kind::CharConstant
-                | Kind::Complex
-                | Kind::Dot
-                | Kind::Field
-                | Kind::Identifier
-                | Kind::Number
-                | Kind::Nil
-                | Kind::RawString
-                | Kind::String
-                | Kind::Variable
-                | Kind::LeftParen => {
-                    self.backup();
-                    let cmd = self.command()?;
-                    pipe.cmds.push(cmd);
-                }
-                _ => return self.unexpected(&token, context),
-            }
-        }
-    }
-
-    fn check_pipeline(&self, pipe: &Pipe<'a>, context: &str) -> Result<(), ParseError> {
-        if pipe.cmds.is_empty() {
-            return self.error(format!("missing value for {context}"));
-        }
-        for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
-            if matches!(
-                c.args[0],
-                Arg::Bool { .. }
-                    | Arg::Dot { .. }
-                    | Arg::Nil { .. }
-                    | Arg::Number { .. }
-                    | Arg::String { .. }
-            ) {
-                return self.error(format!(
-                    "non executable command in pipeline stage {}",
-                    i + 1
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn command(&mut self) -> Result<Command<'a>, ParseError> {
-        let pos = self.peek_non_space().pos;
-        let mut cmd = Command {
-            pos,
-            args: Vec::new(),
-        };
-        loop {
-            self.peek_non_space();
-            if let Some(operand) = self.operand()? {
-                cmd.args.push(operand);
-            }
-            let token = self.next();
-            match token.kind {
-                Kind::Space => continue,
-                Kind::RightDelim | Kind::RightParen => self.backup(),
-                Kind::Pipe => {}
-                _ => return self.unexpected(&token, "operand"),
-            }
-            break;
-        }
-        if cmd.args.is_empty() {
-            return self.error("empty command");
-        }
-        Ok(cmd)
-    }
-
-    fn operand(&mut self) -> Result<Option<Arg<'a>>, ParseError> {
-        let Some(node) = self.term()? else {
-            return Ok(None);
-        };
-        if self.peek().kind != Kind::Field {
-            return Ok(Some(node));
-        }
-        let pos = self.peek().pos;
-        let mut fields = Vec::new();
-        while self.peek().kind == Kind::Field {
-            let f = self.next();
-            fields.push(&borrowed(&f.val)[1..]);
-        }
-        Ok(Some(match node {
-            Arg::Field { mut idents, .. } => {
-                idents.extend(fields);
-                Arg::Field { pos, idents }
-            }
-            Arg::Variable { mut idents, .. } => {
-                idents.extend(fields);
-                Arg::Variable { pos, idents }
-            }
-            Arg::Bool { .. }
-            | Arg::String { .. }
-            | Arg::Number { .. }
-            | Arg::Nil { .. }
-            | Arg::Dot { .. } => {
-                return self.error(format!(
-                    "unexpected . after term {}",
-                    super::fmt::quote(&node.to_string(), false)
-                ));
-            }
-            node => Arg::Chain {
-                pos,
-                node: Box::new(node),
-                fields,
-            },
-        }))
-    }
-
-    fn term(&mut self) -> Result<Option<Arg<'a>>, ParseError> {
-        let token = self.next_non_space();
-        let pos = token.pos;
-        let arg = match token.kind {
-            Kind::Identifier => {
-                let name = borrowed(&token.val);
-                if !is_builtin(name) {
-                    return self.error(format!(
-                        "function {} not defined",
-                        super::fmt::quote(name, false)
-                    ));
-                }
-                Arg::Identifier { pos, name }
-            }
-            Kind::Dot => Arg::Dot { pos },
-            Kind::Nil => Arg::Nil { pos },
-            Kind::Variable => {
-                let name = borrowed(&token.val);
-                if !self.vars.contains(&name) {
-                    return self.error(format!(
-                        "undefined variable {}",
-                        super::fmt::quote(name, false)
-                    ));
-                }
-                Arg::Variable {
-                    pos,
-                    idents: vec![name],
-                }
-            }
-            Kind::Field => Arg::Field {
-                pos,
-                idents: vec![&borrowed(&token.val)[1..]],
-            },
-            Kind::Bool => Arg::Bool {
-                pos,
-                value: token.val == "true",
-            },
-            Kind::CharConstant | Kind::Complex | Kind::Number => {
-                let text = borrowed(&token.val);
-                match literal::number(
-                    text,
-                    token.kind == Kind::CharConstant,
-                    token.kind == Kind::Complex,
-                ) {
-                    Ok(number) => Arg::Number { pos, number },
-                    Err(e) => return self.error(e),
-                }
-            }
-            Kind::LeftParen => {
-                if self.paren_depth >= MAX_PAREN_DEPTH {
-                    return self.error("max expression depth exceeded");
-                }
-                self.paren_depth += 1;
-                let pipe = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-                    self.pipeline("parenthesized pipeline", Kind::RightParen)
-                });
-                self.paren_depth -= 1;
-                Arg::Pipe(Box::new(pipe?))
-            }
-            Kind::String | Kind::RawString => {
-                let quoted = borrowed(&token.val);
-                match literal::unquote(quoted) {
-                    Ok(text) => Arg::String { pos, quoted, text },
-                    Err(e) => return self.error(e),
-                }
-            }
-            _ => {
-                self.backup();
-                return Ok(None);
-            }
-        };
-        Ok(Some(arg))
-    }
 }
 
 /// The text of an item read from the input (only error items own theirs).
-fn borrowed<'a>(val: &std::borrow::Cow<'a, str>) -> &'a str {
+pub(super) fn borrowed<'a>(val: &std::borrow::Cow<'a, str>) -> &'a str {
     match val {
         std::borrow::Cow::Borrowed(s) => s,
         std::borrow::Cow::Owned(_) => "",
