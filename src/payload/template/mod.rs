@@ -20,11 +20,15 @@
 //! address. `strconv.IsPrint`, used by `%q` and `js`, treats unassigned code points as
 //! printable.
 //!
-//! Why hand-written: the maintained crate for Go templates, `gtmpl` 0.7.1, was measured on
-//! the same case table and agreed with Go on 57 of 256 cases (it has no `break`/`continue`,
-//! `else if`, `block`, `slice`, char constants or Go's error texts, and its `printf` is not
-//! Go's); a template language is part of what minicvo must reproduce exactly, since the CVO
-//! skips a file whose template fails, so minicvo keeps its own port, checked against Go.
+//! Why hand-written (STYLE asks for a measured reason): the maintained crate for Go templates,
+//! `gtmpl` 0.7.1, was run on the same case table as Go: it agreed with Go on 41 of 254 cases
+//! (41 of the 118 that Go renders, and none of Go's 136 error texts; 12 of those it rendered
+//! instead of failing, which would apply a file the CVO skips). It has no `break`/`continue`,
+//! `else with`, `slice` or `range` over an int, and its `printf` is not Go's `fmt` (`%v` of a
+//! float and `%T` fail).
+//! On the CVO's Deployment manifest it took 43 to 85 µs a render against 2.6 to 3.1 µs for this
+//! port. Since a template's failure decides whether the CVO applies a file at all, minicvo
+//! keeps its own port of Go's lexer, parser and executor, checked case by case against Go.
 //! Files without `{{` are returned as they are, without being parsed.
 
 mod ast;
