@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use minicvo::payload::template::{TemplateData, render};
 use minicvo::plan::{self, Mode};
 use minicvo::{Filters, LoadOptions, load};
 
@@ -32,6 +33,41 @@ fn load_openshift_multi() -> usize {
         .expect("loads")
         .manifests
         .len()
+}
+
+/// openshift-multi's files read as `manifests/` (a symlink), so that every file goes through
+/// the template renderer as the CVO's own directory does: the 455 without `{{` take the fast
+/// path, the others are parsed and executed (or skipped, like the CVO, where Go's template
+/// fails).
+#[divan::bench(sample_count = 20)]
+fn load_openshift_multi_templated(bencher: divan::Bencher) {
+    let root = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(
+        corpus().join("release-manifests"),
+        root.path().join("manifests"),
+    )
+    .expect("symlink");
+    let options = LoadOptions {
+        release_image: "quay.io/openshift-release-dev/ocp-release@sha256:0123".into(),
+        ..LoadOptions::default()
+    };
+    bencher.bench(|| load(root.path(), &options).expect("loads").manifests.len());
+}
+
+/// Rendering of the CVO's own templated manifest (its Deployment: `{{.ReleaseImage}}`,
+/// `{{ .ClusterProfile }}`).
+#[divan::bench]
+fn render_cvo_deployment_template(bencher: divan::Bencher) {
+    let text = std::fs::read_to_string(
+        corpus().join("release-manifests/0000_00_cluster-version-operator_30_deployment.yaml"),
+    )
+    .expect("reads");
+    let data = TemplateData {
+        release_image: "quay.io/openshift-release-dev/ocp-release@sha256:0123".into(),
+        cluster_profile: "self-managed-high-availability".into(),
+        ..TemplateData::default()
+    };
+    bencher.bench(|| render(&text, &data).expect("renders").len());
 }
 
 #[divan::bench(args = [Mode::Updating, Mode::Initializing, Mode::Reconciling])]

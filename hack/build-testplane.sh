@@ -4,7 +4,9 @@
 # version. A warm cache makes this a no-op. The last line printed is the bin directory.
 # The registry tools of the release-image tests (crane, the distribution registry, htpasswd)
 # come from hack/tools/registry and are built into the same bin directory, checked by their
-# own key (bin/.registry-key), so they never invalidate the plane binaries.
+# own key (bin/.registry-key), so they never invalidate the plane binaries. So is gotemplate
+# (hack/tools/gotemplate, Go's text/template as the CVO renders manifests; bin/.gotemplate-key),
+# which tests/it/template_go.rs compares minicvo's renderer with.
 #
 #   hack/build-testplane.sh            the plane; last line: its bin dir
 #   hack/build-testplane.sh --nodes    also the node tools; the last two lines: the plane's bin
@@ -60,10 +62,27 @@ registry_tools() {
   echo "$rkey" >"$dir/.registry-key"
 }
 
+# Builds gotemplate into $1 unless its .gotemplate-key matches (standard library only: seconds).
+gotemplate_tool() {
+  local dir=$1 gkey
+  gkey=$({
+    cat "$ROOT"/hack/tools/gotemplate/go.mod "$ROOT"/hack/tools/gotemplate/*.go "$ROOT"/hack/tools/gotemplate/payload/*.go
+    go version
+  } | sha256sum | cut -c1-16)
+  if [[ -x $dir/gotemplate && $(cat "$dir/.gotemplate-key" 2>/dev/null) == "$gkey" ]]; then
+    return 0
+  fi
+  echo "build-testplane: building gotemplate (hack/tools/gotemplate)" >&2
+  (cd "$ROOT/hack/tools/gotemplate" && go build -trimpath -o "$dir/gotemplate.new" .) >&2
+  mv "$dir/gotemplate.new" "$dir/gotemplate"
+  echo "$gkey" >"$dir/.gotemplate-key"
+}
+
 source "$ROOT/hack/build-node-tools.sh"
 
 if ((ready)); then
   registry_tools "$bin"
+  gotemplate_tool "$bin"
   echo "build-testplane: cache hit ($bin)" >&2
   echo "$bin"
   if ((NODES)); then node_tools; fi
@@ -96,6 +115,7 @@ fi
 "$tmp/kube-apiserver" --version >&2
 "$tmp/etcd" --version >&2
 registry_tools "$tmp"
+gotemplate_tool "$tmp"
 echo "build-testplane: built in $((SECONDS - start))s" >&2
 rm -rf "$bin"
 mv "$tmp" "$bin"

@@ -201,7 +201,7 @@ fn template_with_unknown_field_skips_that_file_only() {
     );
     assert_eq!(p.warnings.len(), 2);
     assert!(
-        p.warnings[1].starts_with("manifests/0000_00_cvo_b.yaml: skipped: template: line 9:"),
+        p.warnings[1].starts_with("manifests/0000_00_cvo_b.yaml: skipped: template: manifest:9:"),
         "{:?}",
         p.warnings
     );

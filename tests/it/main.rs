@@ -60,3 +60,4 @@ mod reliability;
 mod schema_differential;
 mod schema_early;
 mod security;
+mod template_go;

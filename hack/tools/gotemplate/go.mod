@@ -1,0 +1,3 @@
+module minicvo/hack/tools/gotemplate
+
+go 1.26
