@@ -36,7 +36,7 @@ say() { echo "end-state: $*" >&2; }
 AFTER=${AFTER:-}
 if [[ -z $AFTER ]]; then
   cargo build --release --quiet --bin minicvo
-  AFTER=$ROOT/target/release/minicvo
+  AFTER=${CARGO_TARGET_DIR:-$ROOT/target}/release/minicvo
 fi
 BUILDS=(after)
 declare -A BIN=([after]=$AFTER)
@@ -64,6 +64,9 @@ done
 echo '{"kind":"cincinnati-metadata-v0","version":"4.99.0"}' >"$PAYLOAD/release-manifests/release-metadata"
 echo '{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"4.99.0"},"spec":{"tags":[]}}' \
   >"$PAYLOAD/release-manifests/image-references"
+
+# The release image `{{.ReleaseImage}}` renders to (the CVO's Deployment runs it).
+IMAGE=example.invalid/ocp-release@sha256:$(printf '4.99.0' | sha256sum | cut -c1-64)
 
 bootstrap() {
   local crd
@@ -130,10 +133,10 @@ one() {
   PLANE=$TESTPLANE_DIR
   export KUBECONFIG
   bootstrap
-  "$bin" simulate "$PAYLOAD" -q >"$OUT/$build.$round.simulate.log" 2>&1 &
+  "$bin" simulate "$PAYLOAD" -q --release-image "$IMAGE" >"$OUT/$build.$round.simulate.log" 2>&1 &
   sim=$!
   t0=$(date +%s%N)
-  "$bin" apply "$PAYLOAD" --no-progress --wait-timeout 5m -o json \
+  "$bin" apply "$PAYLOAD" --no-progress --wait-timeout 5m -o json --release-image "$IMAGE" \
     >"$OUT/$build.$round.apply.json" 2>"$OUT/$build.$round.apply.log" || rc=$?
   t1=$(date +%s%N)
   kill "$sim" 2>/dev/null || true
