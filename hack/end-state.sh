@@ -17,9 +17,10 @@
 #
 # Environment: BEFORE (a git ref, built with cargo --release in target/bench-before), AFTER
 # (a minicvo binary, default target/release/minicvo, built), ROUNDS (apply runs per build,
-# alternating, default 3; the dumps of the last round are compared), CVO_DUMP (a dump made the
-# same way of the real CVO's run, e.g. by ../shared/research/realcvo/run-cvo.sh, compared with
-# AFTER's).
+# alternating, default 3; the dumps of the last round are compared), CVO_OUT (the output
+# directory of ../shared/research/realcvo/run-cvo.sh run on OUTDIR/payload with its
+# multi-extra bootstrap: the real CVO's end state, compared with AFTER's and BEFORE's on the
+# payload's manifest objects, hack/cvo-dump.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -174,8 +175,11 @@ if [[ -f $OUT/before.json ]]; then
   echo "== objects that differ, before ($BEFORE) vs after"
   python3 hack/strategy-diff.py "$OUT/before.json" "$OUT/after.json" before after || true
 fi
-if [[ -n ${CVO_DUMP:-} ]]; then
-  echo "== objects that differ, the real CVO vs after"
-  python3 hack/strategy-diff.py "$CVO_DUMP" "$OUT/after.json" cvo minicvo || true
+if [[ -n ${CVO_OUT:-} ]]; then
+  for b in "${BUILDS[@]}"; do
+    echo "== manifest objects that differ, the real CVO vs $b"
+    python3 hack/cvo-dump.py "$CVO_OUT" "$OUT/$b.json" "$OUT/cvo.list.json" "$OUT/$b.list.json"
+    python3 hack/strategy-diff.py "$OUT/cvo.list.json" "$OUT/$b.list.json" cvo "$b" || true
+  done
 fi
 say "dumps and logs in $OUT"
