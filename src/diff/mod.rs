@@ -275,26 +275,38 @@ async fn cvo_create<C: LiveCluster>(
         Ok(p) => p,
         Err(e) => return error(task, &LiveError::Request(e.to_string())),
     };
-    let after = match cluster.dry_run_create(task, &prepared).await {
-        Ok(after) => after,
-        Err(e) => return unavailable(task, created, &e),
-    };
     let typed = crate::merge::typed_kind(
         task.manifest.object["apiVersion"]
             .as_str()
             .unwrap_or_default(),
         &task.manifest.id.kind,
     );
-    let settled = match typed.map(|_| crate::merge::merge_prepared(&after, &prepared)) {
-        Some(Ok(Some(merged))) => merged,
-        _ => after,
-    };
-    entry(
-        task,
-        Change::Create,
-        None,
-        compare::render(None, Some(&settled), &name),
-    )
+    let settled =
+        |after: Value| match typed.map(|_| crate::merge::merge_prepared(&after, &prepared)) {
+            Some(Ok(Some(merged))) => merged,
+            _ => after,
+        };
+    match cluster.dry_run_create(task, &prepared).await {
+        Ok(after) => entry(
+            task,
+            Change::Create,
+            None,
+            compare::render(None, Some(&settled(after)), &name),
+        ),
+        Err(e) => {
+            let mut later = unavailable(task, created, &e);
+            // Created later in this plan: shown as prepared and merged, without the server's
+            // defaults.
+            if later.change == Change::Create {
+                let body = crate::cluster::body::request_body(
+                    &settled(prepared.clone()),
+                    task.manifest.id.namespace.as_deref(),
+                );
+                later.diff = compare::render(None, Some(&body), &name);
+            }
+            later
+        }
+    }
 }
 
 async fn one<C: LiveCluster>(

@@ -568,6 +568,49 @@ async fn rows_end_as_the_cvo_leaves_them_on_small_payloads() {
     ];
     let payload = small_payload(&tmp.path().join("p"), &docs);
 
+    // `diff` first: it shows the objects as `apply` will leave them.
+    let (code, stdout, stderr) = run(&["diff", "-o", "json"], &payload, &kc);
+    assert_eq!(code, 1, "changes to show\n{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let diff_of = |name: &str| {
+        report["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {report:#}"))
+            .clone()
+    };
+    let host = diff_of("host");
+    assert_eq!(host["change"], "create");
+    assert!(
+        host["diff"].as_str().unwrap().contains("hostPort: 9099"),
+        "{host:#}"
+    );
+    let scc = diff_of("rows-scc");
+    let scc_diff = scc["diff"].as_str().unwrap();
+    assert!(
+        scc_diff.contains("allowPrivilegeEscalation: true") && !scc_diff.contains("min: 0"),
+        "{scc_diff}"
+    );
+    let co = diff_of("rows");
+    assert!(
+        co["diff"].as_str().unwrap().contains(&cv_uid),
+        "the precreated operator's owner reference: {co:#}"
+    );
+    assert!(
+        report["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["name"] != "gated"),
+        "the gated ConfigMap is not in the plan"
+    );
+    assert!(
+        stderr.contains("feature gates none enabled (FeatureGate cluster, version 4.99.0)"),
+        "{stderr}"
+    );
+
     // Updating mode: run-levels in order, so the APIServer exists before the ConfigMap.
     let operators = api(
         &client,
