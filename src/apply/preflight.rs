@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::discovery::{Discovery, served_kinds};
 use crate::cluster::request::{self, RequestError};
+use crate::cluster::retry::{self, RetryPolicy};
 use crate::cluster::watch;
 use crate::plan::{Action, Plan};
 use crate::stub_crds::{
@@ -45,7 +46,17 @@ pub async fn ensure(
     timeout: Duration,
 ) -> Result<StubReport, StubError> {
     let discovery = Discovery::new(client.clone(), timeout);
-    discovery.prime().await.map_err(discovery_error)?;
+    // Retried as the run's own discovery is: a transient error here must not end the run.
+    let never = tokio_util::sync::CancellationToken::new();
+    retry::retry(
+        &RetryPolicy::default(),
+        &never,
+        |_, _| false,
+        |_, _, _| {},
+        || discovery.prime(),
+    )
+    .await
+    .map_err(|x| discovery_error(x.error))?;
     let missing = missing_kinds(&discovery, plans)
         .await
         .map_err(discovery_error)?;

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use minicvo::apply::actions::cvo::read_feature_gate;
+use minicvo::cluster::retry::RetryPolicy;
 use minicvo::cvo::features::{self, Explicit, Features};
 use minicvo::{LoadOptions, Payload};
 
@@ -33,9 +34,22 @@ pub async fn payload_for_cluster(
     let feature_gate = if explicit.all() {
         None
     } else {
-        read_feature_gate(client, Duration::from_secs(60))
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}\nhint: pass --feature-set and --feature-gates"))?
+        match read_feature_gate(client, Duration::from_secs(60), &RetryPolicy::default()).await {
+            Ok(fg) => fg,
+            // A user who may not read it gets the default of a cluster without it, and a
+            // warning: the CVO always reads it.
+            Err(e) if e.source.is(403) => {
+                tracing::warn!(
+                    "{e}; taken as absent\nhint: pass --feature-set and --feature-gates"
+                );
+                None
+            }
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "{e}\nhint: pass --feature-set and --feature-gates"
+                ));
+            }
+        }
     };
     let version = payload.version().unwrap_or_default();
     let chosen = features::for_run(&options.filters, explicit, feature_gate.as_ref(), &version);

@@ -183,12 +183,14 @@ impl SyncLoop {
         let explicit = self.options.explicit_features;
         if !explicit.all() {
             let timeout = self.options.apply.runner.request_timeout;
-            let fg = crate::apply::actions::cvo::read_feature_gate(&self.conn.client, timeout)
-                .await
-                .map_err(|e| Refusal {
-                    reason: "RetrievePayload",
-                    message: e.to_string(),
-                })?;
+            let retry = &self.options.apply.runner.retry;
+            let fg =
+                crate::apply::actions::cvo::read_feature_gate(&self.conn.client, timeout, retry)
+                    .await
+                    .map_err(|e| Refusal {
+                        reason: "RetrievePayload",
+                        message: e.to_string(),
+                    })?;
             let version = payload.version().unwrap_or_default();
             let filters = &self.options.load.filters;
             let features = features::for_run(filters, explicit, fg.as_ref(), &version);

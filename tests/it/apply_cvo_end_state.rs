@@ -726,6 +726,32 @@ async fn rows_end_as_the_cvo_leaves_them_on_small_payloads() {
         json!(9099)
     );
 
+    // Reconciling mode merges the operator's metadata: a lost owner reference comes back.
+    operators
+        .patch(
+            "rows",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": null}})),
+        )
+        .await
+        .unwrap();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking({
+        let payload = payload.clone();
+        let kc = kc.clone();
+        move || {
+            run(
+                &["apply", "--no-progress", "--mode", "reconciling"],
+                &payload,
+                &kc,
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let co = get(&operators, "rows").await.unwrap();
+    assert_eq!(co["metadata"]["ownerReferences"], controller_owner(&cv_uid));
+
     // An explicit --feature-gates wins over the cluster's, and says so.
     let (code, stdout, stderr) = tokio::task::spawn_blocking({
         let payload = payload.clone();

@@ -202,7 +202,7 @@ impl CreateOnly {
         // The CVO creates a create-only object as it creates any other: with the
         // ClusterVersion owner reference (not as controller) and the pre-merge mutations.
         if c.options.strategy == super::ApplyStrategy::Cvo {
-            let config = c.config_for(&object).await?;
+            let config = c.config_for(ctx, &object).await?;
             object = crate::merge::prepare(&object, &config)
                 .map_err(|e| TaskError::failed(e.to_string(), 0))?;
         }

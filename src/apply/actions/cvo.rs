@@ -31,7 +31,7 @@ pub const MAX_CONFLICTS: u32 = 5;
 
 /// The body of an UPDATE: the merged live object without `managedFields` (the server keeps
 /// them) and without `status` (ignored by the main resource anyway).
-fn update_body(merged: &Value) -> Value {
+pub(crate) fn update_body(merged: &Value) -> Value {
     let mut v = merged.clone();
     if let Some(map) = v.as_object_mut() {
         map.remove("status");
@@ -74,7 +74,7 @@ impl CvoApply {
         };
         // Attempts as the report counts them: the tries of the round's slowest request (a GET
         // and a write are one attempt when both go through first time), summed over 409 rounds.
-        let config = c.config_for(&manifest).await?;
+        let config = c.config_for(ctx, &manifest).await?;
         let mut attempts = 0;
         for _ in 0..MAX_CONFLICTS {
             let (live, get_tries) = c.get_live(ctx, fresh_kind, &collection, name).await?;
@@ -235,10 +235,32 @@ async fn config_object(
     else {
         return Ok(None);
     };
-    watch::get(client, &resolved.url_path(None), name, timeout)
+    let policy = crate::cluster::retry::RetryPolicy::default();
+    get_retried(client, &resolved.url_path(None), name, timeout, &policy)
         .await
         .map(Some)
         .map_err(err)
+}
+
+/// `watch::get`, with transient errors retried by `policy`.
+async fn get_retried(
+    client: &kube::Client,
+    collection: &str,
+    name: &str,
+    timeout: std::time::Duration,
+    policy: &crate::cluster::retry::RetryPolicy,
+) -> Result<Option<Value>, RequestError> {
+    let never = tokio_util::sync::CancellationToken::new();
+    crate::cluster::retry::retry(
+        policy,
+        &never,
+        |_, _| false,
+        |_, _, _| {},
+        || watch::get(client, collection, name, timeout),
+    )
+    .await
+    .map(|(found, _)| found)
+    .map_err(|x| x.error)
 }
 
 /// The cluster config object `which`, as the `cvo` strategy's pre-merge step reads it:
@@ -276,6 +298,7 @@ pub async fn read_config_object(
 
 /// FeatureGate `cluster`, whose feature set and gates filter the payload as the CVO's do
 /// ([`crate::cvo::features`]); `None` when it does not exist or its kind is not served.
+/// Transient errors are retried with `retry`.
 ///
 /// # Errors
 ///
@@ -283,18 +306,15 @@ pub async fn read_config_object(
 pub async fn read_feature_gate(
     client: &kube::Client,
     timeout: std::time::Duration,
+    retry: &crate::cluster::retry::RetryPolicy,
 ) -> Result<Option<Value>, ClusterConfigError> {
-    watch::get(
-        client,
-        "/apis/config.openshift.io/v1/featuregates",
-        "cluster",
-        timeout,
-    )
-    .await
-    .map_err(|source| ClusterConfigError {
-        object: "featuregates.config.openshift.io/cluster".into(),
-        source,
-    })
+    let collection = "/apis/config.openshift.io/v1/featuregates";
+    get_retried(client, collection, "cluster", timeout, retry)
+        .await
+        .map_err(|source| ClusterConfigError {
+            object: "featuregates.config.openshift.io/cluster".into(),
+            source,
+        })
 }
 
 /// What the `cvo` strategy's pre-merge steps read from the cluster before the graph runs:

@@ -96,20 +96,26 @@ impl ClusterHandle {
     /// ([`crate::merge::ClusterConfig::follow`]).
     pub(crate) async fn config_for(
         &self,
+        ctx: &TaskContext,
         manifest: &Value,
     ) -> Result<Cow<'_, ClusterConfig>, TaskError> {
         let base = &self.options.cluster_config;
         let Some(which) = base.follow.then(|| mutate::reads(manifest)).flatten() else {
             return Ok(Cow::Borrowed(base));
         };
-        let read = super::cvo::read_config_object(
-            &self.client,
-            &self.discovery,
-            which,
-            self.options.request_timeout,
-        )
-        .await
-        .map_err(|e| TaskError::failed(e.to_string(), 1))?;
+        // Read with the run's retries, as any request of the task.
+        let (read, _) = self
+            .call_with(ctx, false, || async {
+                super::cvo::read_config_object(
+                    &self.client,
+                    &self.discovery,
+                    which,
+                    self.options.request_timeout,
+                )
+                .await
+                .map_err(|e| e.source)
+            })
+            .await?;
         let mut config = base.clone();
         match which {
             ConfigRead::Proxy => config.proxy = read,

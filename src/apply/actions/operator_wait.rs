@@ -163,12 +163,10 @@ impl OperatorWait {
                 return live;
             }
         };
-        let Some(mut merged) = merge::merge_cluster_operator(&live, &required) else {
+        let Some(merged) = merge::merge_cluster_operator(&live, &required) else {
             return live;
         };
-        if let Some(map) = merged.as_object_mut() {
-            map.remove("status");
-        }
+        let merged = super::cvo::update_body(&merged);
         let params = kube::api::PostParams {
             dry_run: c.options.dry_run,
             field_manager: Some(c.options.field_manager.clone()),
