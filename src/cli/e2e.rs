@@ -121,8 +121,10 @@ pub struct UpgradeArgs {
     /// the payload task that caused it. Implies --no-live-pods.
     #[arg(long)]
     pub real_pods: bool,
-    /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
-    /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
+    /// Start, ready and stop times of simulated pods (repeatable):
+    /// `TARGET=start:DURATION,ready:DURATION,stop:DURATION` with TARGET a workload name,
+    /// `namespace/name` or `*` (defaults: start 100ms, ready 100ms, stop 0s; stop is how long a
+    /// replaced pod keeps running after it released its lease, as a terminating pod does).
     #[arg(long = "pods", value_name = "SPEC")]
     pub pods: Vec<String>,
     /// Duration of the simulated pods' leader leases (holders renew, candidates retry, every

@@ -11,10 +11,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::elector::{Elector, Tick};
 use super::follow::{self, Item, Watched, id_of};
-use super::generation::{Generation, Pods, State, may_lease};
+use super::generation::{Generation, Pods, State, cannot_start, may_lease};
 use super::identity::{Identity, Rights};
-use super::workload::{self, Dependency, Rollout};
-use super::{HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE};
+use super::workload::{self, Dependency, Rollout, Use};
+use super::{
+    DangerWindow, HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE,
+};
 use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
 use crate::manifest::ObjectId;
@@ -40,6 +42,7 @@ pub(super) fn spawn(
         interesting: workloads.into_iter().collect(),
         pods: HashMap::new(),
         present: HashSet::new(),
+        deleted: HashSet::new(),
         rbac_due: None,
         summary: PodSummary::default(),
     };
@@ -55,6 +58,10 @@ struct Loop {
     pods: HashMap<ObjectId, Pods>,
     /// ConfigMaps, Secrets and ServiceAccounts that exist.
     present: HashSet<ObjectId>,
+    /// Those that existed during the run and were deleted (and are not back): a pod that needs
+    /// one cannot start. One never seen is not here: a kubelet waits for it, and outside the
+    /// payload something else may create it.
+    deleted: HashSet<ObjectId>,
     rbac_due: Option<Instant>,
     summary: PodSummary,
 }
@@ -88,6 +95,33 @@ impl Loop {
         self.emit(SimEventKind::Harm(harm));
     }
 
+    fn windows_closed(&mut self, windows: Vec<DangerWindow>) {
+        for w in windows {
+            let why = w.closed_by.as_deref().unwrap_or("closed");
+            let change = format!("pod {} danger window closed ({why}): {}", w.pod, w.what);
+            self.pod_event(&w.workload, &w.pod, change);
+            self.summary.danger_windows.push(w);
+        }
+    }
+
+    /// Opens the danger windows of every workload whose current template needs `id`.
+    fn open_dangers(&mut self, id: &ObjectId) {
+        let now = Instant::now();
+        let opened: Vec<(ObjectId, String, String)> = self
+            .pods
+            .values_mut()
+            .filter_map(|p| {
+                p.open_danger(id, now)
+                    .map(|(pod, what)| (p.id.clone(), pod, what))
+            })
+            .collect();
+        for (workload, pod, what) in opened {
+            tracing::warn!("simulated pod {pod}: danger window: {what}");
+            let change = format!("pod {pod} danger window opened: {what}");
+            self.pod_event(&workload, &pod, change);
+        }
+    }
+
     async fn run(mut self, cancel: CancellationToken) -> PodSummary {
         let mut streams = follow::streams(&self.client, &self.interesting);
         let mut next: Option<Instant> = None;
@@ -98,7 +132,7 @@ impl Loop {
             }
             next = self.step(Instant::now()).await;
         }
-        // Graceful stop: every pod ends, leaders release their leases.
+        // Graceful stop: every pod ends at once, leaders release their leases.
         let ids: Vec<ObjectId> = self.pods.keys().cloned().collect();
         for id in ids {
             if let Some(p) = self.pods.get_mut(&id) {
@@ -106,7 +140,14 @@ impl Loop {
                     g.state = State::Stopping;
                 }
             }
-            self.stop_marked(&id).await;
+            self.stop_marked(&id, false).await;
+        }
+        // Danger windows still open at the end.
+        for p in self.pods.values_mut() {
+            for d in std::mem::take(&mut p.dangers) {
+                let w = p.window(d, None);
+                self.summary.danger_windows.push(w);
+            }
         }
         // Gaps still open at the end: nobody led again before the run ended.
         for p in self.pods.values_mut() {
@@ -171,9 +212,14 @@ impl Loop {
     }
 
     fn dependency_present(&mut self, id: ObjectId) {
+        let now = Instant::now();
+        let mut closed = Vec::new();
         for p in self.pods.values_mut() {
             p.dependency_present(&id);
+            closed.extend(p.close_dangers(Some(&id), now, &format!("{id} exists again")));
         }
+        self.windows_closed(closed);
+        self.deleted.remove(&id);
         self.present.insert(id);
     }
 
@@ -181,6 +227,7 @@ impl Loop {
         if !self.present.remove(id) {
             return;
         }
+        self.deleted.insert(id.clone());
         let harms: Vec<PodHarm> = self
             .pods
             .values_mut()
@@ -189,6 +236,7 @@ impl Loop {
         for h in harms {
             self.harm(h);
         }
+        self.open_dangers(id);
     }
 
     fn workload(&mut self, kind: &str, live: &Value) {
@@ -212,6 +260,7 @@ impl Loop {
             last_rules: None,
             gap: None,
             live: Value::Null,
+            dangers: Vec::new(),
         });
         p.rollout = workload::rollout(kind, live);
         p.live = live.clone();
@@ -220,10 +269,14 @@ impl Loop {
         }
         p.hash = Some(hash);
         p.count += 1;
+        // No pod of the old template starts again.
+        let closed = p.close_dangers(
+            None,
+            Instant::now(),
+            &format!("{id} moved to a new template"),
+        );
         if p.rollout == Rollout::StopFirst {
-            for g in &mut p.generations {
-                g.state = State::Stopping;
-            }
+            p.generations.iter_mut().for_each(Generation::stop);
         }
         let now = Instant::now();
         p.generations.push(Generation {
@@ -241,41 +294,53 @@ impl Loop {
             reported: HashSet::new(),
             elects: false,
             elector: Elector::new(now),
+            blocked: false,
+            ran: false,
         });
+        self.windows_closed(closed);
     }
 
     fn workload_gone(&mut self, id: &ObjectId) {
         if let Some(p) = self.pods.get_mut(id) {
             p.hash = None;
-            for g in &mut p.generations {
-                g.state = State::Stopping;
-            }
+            p.generations.iter_mut().for_each(Generation::stop);
+            let closed = p.close_dangers(None, Instant::now(), &format!("{id} was deleted"));
+            self.windows_closed(closed);
         }
     }
 
     /// Stops the generations marked `Stopping`: leaders release their lease (a refusal there
-    /// was already counted when renewing failed).
-    async fn stop_marked(&mut self, id: &ObjectId) {
+    /// was already counted when renewing failed); a pod that ran then terminates for its `stop`
+    /// timing when `linger`, and is gone after. Ends the terminations that are due.
+    async fn stop_marked(&mut self, id: &ObjectId, linger: bool) {
         let Some(p) = self.pods.get_mut(id) else {
             return;
         };
+        let now = Instant::now();
         let (stopping, kept): (Vec<Generation>, Vec<Generation>) =
             std::mem::take(&mut p.generations)
                 .into_iter()
-                .partition(|g| g.state == State::Stopping);
+                .partition(|g| {
+                    g.state == State::Stopping || (g.state == State::Terminating && g.due <= now)
+                });
         p.generations = kept;
         if stopping.is_empty() {
             return;
         }
         // A released lease is free at once: the candidates try now.
-        let now = Instant::now();
         for g in &mut p.generations {
             if g.elects {
                 g.elector.next = g.elector.next.min(now);
             }
         }
         let workload = p.id.clone();
-        for g in stopping {
+        let grace = p.timing.stop;
+        let mut terminating = Vec::new();
+        for mut g in stopping {
+            if g.state == State::Terminating {
+                self.pod_event(&workload, &g.pod, format!("pod {} stopped", g.pod));
+                continue;
+            }
             if let Err(e) = g
                 .elector
                 .release(&self.client, &g.identity, &workload)
@@ -296,9 +361,24 @@ impl Loop {
                     self.harm(g.harm(&workload, HarmKind::Refused, what, None));
                 }
             }
-            if g.state != State::Starting {
+            if !g.ran {
+                continue;
+            }
+            if linger && !grace.is_zero() {
+                g.elector.leader = false;
+                g.state = State::Terminating;
+                g.due = now + grace;
+                let change = format!("pod {} terminating (its lease released)", g.pod);
+                self.pod_event(&workload, &g.pod, change);
+                terminating.push(g);
+            } else {
                 self.pod_event(&workload, &g.pod, format!("pod {} stopped", g.pod));
             }
+        }
+        // The oldest first: the generations' order is their age.
+        if let Some(p) = self.pods.get_mut(id) {
+            terminating.append(&mut p.generations);
+            p.generations = terminating;
         }
     }
 
@@ -317,7 +397,7 @@ impl Loop {
             self.review_rights().await;
         }
         for id in &ids {
-            self.stop_marked(id).await;
+            self.stop_marked(id, true).await;
             self.start_due(id, now).await;
             self.available_due(id, now).await;
             self.leases_due(id, now).await;
@@ -336,10 +416,13 @@ impl Loop {
         for p in self.pods.values() {
             for g in &p.generations {
                 match g.state {
+                    // A blocked pod waits for its object: the watch that sees it wakes the loop.
+                    State::Starting if g.blocked => {}
                     State::Starting => due(g.due),
                     State::Running if !self.options.follow_rollout => due(g.due),
                     State::Running => {}
                     State::Stopping => due(now),
+                    State::Terminating => due(g.due),
                     State::Available => {}
                 }
                 if g.live() && g.elects {
@@ -352,8 +435,13 @@ impl Loop {
 
     async fn start_due(&mut self, id: &ObjectId, now: Instant) {
         let Some(p) = self.pods.get(id) else { return };
-        // A generation waits while an older one is stopping (Recreate).
-        if p.generations.iter().any(|g| g.state == State::Stopping) {
+        // A generation waits while an older one is stopping, and under Recreate until the old
+        // pods have terminated.
+        let recreate = p.rollout == Rollout::StopFirst;
+        if p.generations
+            .iter()
+            .any(|g| g.state == State::Stopping || (recreate && g.state == State::Terminating))
+        {
             return;
         }
         let due: Vec<usize> = p
@@ -364,6 +452,9 @@ impl Loop {
             .map(|(i, _)| i)
             .collect();
         for i in due {
+            if self.blocked(id, i) {
+                continue;
+            }
             let identity = self.pods[id].generations[i].identity.clone();
             let rights = match identity.rights(&self.client).await {
                 Ok(r) => Some(r),
@@ -378,11 +469,20 @@ impl Loop {
                 .map(Dependency::id)
                 .filter(|d| self.present.contains(d))
                 .collect();
+            // Started without a pull secret: it runs, but its template is in danger.
+            let unsafe_pull: Vec<ObjectId> = self.pods[id].generations[i]
+                .deps
+                .iter()
+                .filter(|d| d.used == Use::PullSecret)
+                .map(Dependency::id)
+                .filter(|d| self.deleted.contains(d))
+                .collect();
             let p = self.pods.get_mut(id).expect("known workload");
             let timing = p.timing;
             let previous = p.last_rules.clone();
             let g = &mut p.generations[i];
             g.state = State::Running;
+            g.ran = true;
             g.due = now + timing.ready;
             g.seen = seen;
             g.elects = rights
@@ -397,6 +497,9 @@ impl Loop {
             }
             self.summary.pods_started += 1;
             self.pod_event(id, &pod, started);
+            for d in &unsafe_pull {
+                self.open_dangers(d);
+            }
             if let (Some((before, old)), Some(new)) = (previous, rights) {
                 let missing = lost(&old.rules, &new.rules);
                 if !missing.is_empty() {
@@ -411,6 +514,35 @@ impl Loop {
                 }
             }
         }
+    }
+
+    /// Whether generation `i` of `id`, due to start, cannot because an object it needs was
+    /// deleted (the kubelet's rule for volumes and the environment, the API server's for the
+    /// ServiceAccount): it stays starting, and each such object is a `started-without` harm,
+    /// once. A pull secret does not block (the kubelet pulls without it).
+    fn blocked(&mut self, id: &ObjectId, i: usize) -> bool {
+        let deleted = &self.deleted;
+        let g = &mut self.pods.get_mut(id).expect("known workload").generations[i];
+        let missing: Vec<Dependency> = g
+            .deps
+            .iter()
+            .filter(|d| d.used.blocks_start() && deleted.contains(&d.id()))
+            .cloned()
+            .collect();
+        g.blocked = !missing.is_empty();
+        let first: Vec<Dependency> = missing
+            .into_iter()
+            .filter(|d| g.reported.insert(format!("started without {:?}", d.id())))
+            .collect();
+        let harms: Vec<PodHarm> = first
+            .iter()
+            .map(|d| g.harm(id, HarmKind::StartedWithout, cannot_start(d), Some(d.id())))
+            .collect();
+        let blocked = g.blocked;
+        for h in harms {
+            self.harm(h);
+        }
+        blocked
     }
 
     async fn available_due(&mut self, id: &ObjectId, now: Instant) {
@@ -432,14 +564,12 @@ impl Loop {
         if let Some(n) = newest_available
             && n + 1 == p.generations.len()
         {
-            for g in &mut p.generations[..n] {
-                g.state = State::Stopping;
-            }
+            p.generations[..n].iter_mut().for_each(Generation::stop);
         }
         for pod in events {
             self.pod_event(id, &pod, format!("pod {pod} available"));
         }
-        self.stop_marked(id).await;
+        self.stop_marked(id, true).await;
     }
 
     async fn leases_due(&mut self, id: &ObjectId, now: Instant) {
