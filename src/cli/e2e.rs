@@ -117,8 +117,10 @@ pub struct UpgradeArgs {
     pub via_operator: bool,
     /// Watch the payloads' real pods instead of simulating them (a cluster with nodes, e.g.
     /// kind): a container that ends with a refused request (its termination message says
-    /// `denied:`, `… is forbidden: …` or `Unauthorized`) fails `live-pods-keep-access`, with
-    /// the payload task that caused it. Implies --no-live-pods.
+    /// `denied:`, `… is forbidden: …` or `Unauthorized`) or a missing file (`missing:`), or a
+    /// pod that cannot start for want of a ConfigMap, Secret or ServiceAccount deleted during
+    /// the run, fails `live-pods-keep-access`, with the payload task that caused it. Implies
+    /// --no-live-pods.
     #[arg(long)]
     pub real_pods: bool,
     /// Start, ready and stop times of simulated pods (repeatable):

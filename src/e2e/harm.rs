@@ -268,21 +268,29 @@ pub fn live_pods_keep_access(
     check
 }
 
-/// `live-pods-keep-access` judged from real pods (`--real-pods`): one failure per denial a
-/// pod's container ended with; passes with a note of how many pods ran and restarted.
+/// `live-pods-keep-access` judged from real pods (`--real-pods`): one failure per harm a pod
+/// showed (a denial or a missing file its container ended with, an object it could not start
+/// without); passes with a note of how many pods ran and restarted.
 #[must_use]
 pub fn real_pods_keep_access(
     timeline: &Timeline,
     seen: &super::real_pods::RealPodSummary,
 ) -> Check {
     let mut check = live_pods_keep_access(timeline, seen.pods, 0);
-    check.description =
-        "no real pod of the payloads' workloads has a container end with a refused \
-                   request"
-            .to_string();
+    check.description = "no real pod of the payloads' workloads has a container end with a \
+                         refused request or a missing file or variable, or cannot start for \
+                         want of a ConfigMap, Secret or ServiceAccount deleted during the run"
+        .to_string();
     check.notes = vec![format!(
-        "{} real pods watched, {} container restarts, {} denials",
-        seen.pods, seen.restarts, seen.denials
+        "{} real pods watched, {} container restarts, {} denials, {} missing files or \
+         variables, {} pods that could not start, {} volume set-ups of a deleted object the \
+         kubelet refused for a running pod (it kept the files)",
+        seen.pods,
+        seen.restarts,
+        seen.denials,
+        seen.missing,
+        seen.started_without,
+        seen.kept_volumes
     )];
     check
 }

@@ -479,11 +479,12 @@ impl Loop {
                 .collect();
             let p = self.pods.get_mut(id).expect("known workload");
             let timing = p.timing;
+            let min_ready = workload::min_ready(&p.live);
             let previous = p.last_rules.clone();
             let g = &mut p.generations[i];
             g.state = State::Running;
             g.ran = true;
-            g.due = now + timing.ready;
+            g.due = now + timing.ready + min_ready;
             g.seen = seen;
             g.elects = rights
                 .as_ref()

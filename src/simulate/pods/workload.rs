@@ -4,6 +4,7 @@
 //! and whether a rollout overlaps the old and new pods. Pure: no cluster I/O.
 
 use std::hash::{Hash as _, Hasher as _};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -103,6 +104,15 @@ pub fn service_account(template: &Value) -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or("default")
         .to_string()
+}
+
+/// `spec.minReadySeconds` of a live Deployment or DaemonSet: how long a new pod must be ready
+/// before it counts as available (and an old one may go).
+#[must_use]
+pub fn min_ready(live: &Value) -> Duration {
+    live.pointer("/spec/minReadySeconds")
+        .and_then(Value::as_u64)
+        .map_or(Duration::ZERO, Duration::from_secs)
 }
 
 fn int_or_percent(v: Option<&Value>, default: &str, replicas: i64, round_up: bool) -> i64 {
@@ -478,6 +488,15 @@ mod tests {
         );
         assert!(Use::Volume.blocks_start() && Use::Env.blocks_start());
         assert!(Use::Account.blocks_start() && !Use::PullSecret.blocks_start());
+    }
+
+    #[test]
+    fn min_ready_seconds_delay_availability() {
+        assert_eq!(min_ready(&json!({"spec": {}})), Duration::ZERO);
+        assert_eq!(
+            min_ready(&json!({"spec": {"minReadySeconds": 12}})),
+            Duration::from_secs(12)
+        );
     }
 
     #[test]

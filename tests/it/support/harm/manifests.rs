@@ -15,6 +15,8 @@ pub(super) struct Pod<'a> {
     pub(super) secret: Option<&'a str>,
     /// A ConfigMap one environment variable comes from (`valueFrom.configMapKeyRef`).
     pub(super) env_config: Option<&'a str>,
+    /// The Deployment's `minReadySeconds`: how long an old pod outlives its replacement.
+    pub(super) min_ready: Option<u32>,
 }
 
 /// One manifest document: `apiVersion`, `kind`, metadata (namespace when given, the include
@@ -175,14 +177,22 @@ pub(super) fn deployment(
         container["image"] = json!(s.image);
         container["imagePullPolicy"] = json!("IfNotPresent");
         let plain = |n: &str, v: String| json!({"name": n, "value": v});
-        env.extend([
-            plain("STANDIN_CLUSTEROPERATOR", ns.to_string()),
-            plain("STANDIN_LEASE_DURATION", "3".into()),
-            plain("STANDIN_REQUIRE_FILES", files.join(",")),
-            plain("STANDIN_REQUIRE_ENV", needed_env.join(",")),
-            plain("STANDIN_TERMINATION_DELAY", s.linger.to_string()),
+        // Empty values are left out: the API server drops them, and the simulator would not
+        // find the payload's template in the live Deployment.
+        for (n, v) in [
+            ("STANDIN_CLUSTEROPERATOR", ns.to_string()),
+            ("STANDIN_LEASE_DURATION", "3".into()),
+            ("STANDIN_REQUIRE_FILES", files.join(",")),
+            ("STANDIN_REQUIRE_ENV", needed_env.join(",")),
+            ("STANDIN_TERMINATION_DELAY", s.linger.to_string()),
+        ] {
+            if !v.is_empty() && v != "0" {
+                env.push(plain(n, v));
+            }
+        }
+        env.push(
             json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
-        ]);
+        );
         if let Some((host, port)) = s.api.as_deref().and_then(|a| a.rsplit_once(':')) {
             spec["hostNetwork"] = json!(true);
             env.extend([
@@ -206,6 +216,9 @@ pub(super) fn deployment(
     });
     if let Some(s) = strategy {
         deployment["spec"]["strategy"] = json!({"type": s});
+    }
+    if let Some(n) = pod.min_ready {
+        deployment["spec"]["minReadySeconds"] = json!(n);
     }
     serde_json::to_string_pretty(&deployment).expect("JSON") + "\n"
 }

@@ -73,7 +73,10 @@ pub enum Shape {
     /// `env-config-v2` and `env-config` goes after the wait). The new pod's container cannot
     /// be created: `started-without`.
     EnvStillReferenced,
-    /// ServiceAccount `operator`, the old pods' account, deleted before the update.
+    /// ServiceAccount `operator`, the old pods' account, deleted before the update. NEW's
+    /// Deployment has `minReadySeconds: 12`: the old pods run on for 12 s after their
+    /// replacement is ready, longer than the API server caches a token's authentication
+    /// (10 s), so a real pod's token is rejected too.
     ServiceAccountDeleted,
     /// The Deployment moves to ServiceAccount `operator-v2`, whose RoleBinding to the lease Role
     /// comes one run-level after the Deployment (fixed: before it). The ClusterOperator wait

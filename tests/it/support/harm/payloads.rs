@@ -261,6 +261,10 @@ pub(super) fn new_files(
             }
         }
         Shape::ServiceAccountDeleted => {
+            // The API server accepts a token it authenticated in the last 10 s even once its
+            // account is gone: the old pod outlives its replacement by more than that, as in
+            // a rollout of real length, so that a real pod feels the delete too.
+            pod.min_ready = Some(12);
             f.accounts(&[NEW_SA], &both)
                 .rbac(&[
                     role(ns, "leases", false),
