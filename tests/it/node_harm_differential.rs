@@ -510,13 +510,28 @@ fn selected_cases() -> Vec<Case> {
     cases
 }
 
+/// The number before `what` in a note (`… 1 volume set-ups of …`).
+fn count_in(note: &str, what: &str) -> Option<u32> {
+    let before = note.split(what).next()?;
+    before.split_whitespace().last()?.parse().ok()
+}
+
 #[tokio::test]
 async fn harm_verdicts_of_simulated_and_real_pods_agree() {
     let rows = differential(selected_cases()).await;
-    // The danger window is the simulated pods' warning of what the real pods kept.
     for r in &rows {
         if r.case.payload == Payload::Harmful(Shape::ConfigMapDeleted) {
+            // The danger window is the simulated pods' warning of what the real pods kept.
             assert!(r.simulated.windows > 0, "no danger window: {}", r.texts);
+            // The real kubelet did meet the delete while the old pod ran (and kept its files:
+            // the pod, reading them every second, did not miss them).
+            let kept = count_in(&r.real_note, " volume set-ups of a deleted object");
+            assert!(
+                kept.is_some_and(|n| n > 0),
+                "the kubelet did not set the old pod's volume up again: {}\n{}",
+                r.real_note,
+                r.texts
+            );
         }
     }
 }

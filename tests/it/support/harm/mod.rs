@@ -60,6 +60,8 @@ pub enum Shape {
     ClusterRoleNarrowed,
     /// ConfigMap `config`, mounted as a volume by the old pods only (NEW's mount `config-v2`),
     /// deleted before the update. The old pods keep their files: no harm, a danger window.
+    /// NEW's Deployment has `minReadySeconds: 5`, so that a real old pod runs on for a while
+    /// after the delete.
     ConfigMapDeleted,
     /// Secret `credentials`, the old pods' `envFrom` source only, deleted before the update.
     /// The old pods keep their environment: no harm, a danger window.

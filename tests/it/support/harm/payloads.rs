@@ -241,6 +241,11 @@ pub(super) fn new_files(
                 _ => ("config", "config-v2"),
             };
             let used = if still { name } else { v2 };
+            if shape == Shape::ConfigMapDeleted {
+                // The old pods run on 5 s after their replacement is ready: long enough for a
+                // kubelet to set their volume up again after the delete (and keep the files).
+                pod.min_ready = Some(5);
+            }
             match shape {
                 Shape::EnvStillReferenced => pod.env_config = Some(used),
                 Shape::SecretDeleted => pod.secret = Some(used),
