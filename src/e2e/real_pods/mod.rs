@@ -3,7 +3,7 @@
 //! what they suffered through the same observer as the pod simulator, so the harness names
 //! the cause ([`super::harm::attribute`]) and runs `live-pods-keep-access` alike.
 //!
-//! Harm, once per pod and message, as the ServiceAccount the pod runs as ([`signals`] reads
+//! Harm, once per pod and message, as the ServiceAccount the pod runs as (`signals.rs` reads
 //! them):
 //!
 //! - `refused`: a container of a payload workload's pod ended with a denial: a non-zero exit
@@ -16,7 +16,8 @@
 //!   `CreateContainerConfigError`, the ReplicaSet's `FailedCreate`). One that was never seen
 //!   is not harm: the kubelet waits for it, as during an install.
 //!
-//! Other restarts are counted, not judged. Pods that exist when the watch starts belong to an
+//! `starts.rs` follows what pods need and which pods cannot start. Other restarts are counted,
+//! not judged. Pods that exist when the watch starts belong to an
 //! earlier run and are ignored.
 //!
 //! **The kubelet's sync.** A kubelet sets up a running pod's ConfigMap and Secret volumes
@@ -31,6 +32,7 @@
 //! pod that held the lease before the gap.
 
 mod signals;
+mod starts;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -39,7 +41,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret, ServiceAccount};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -49,10 +51,8 @@ use crate::manifest::ObjectId;
 use crate::simulate::pods::lease::now_us;
 use crate::simulate::pods::{HarmKind, Identity, LeaseGap, PodHarm};
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
-use signals::{
-    core, is_denial, is_missing, missing_object, mounted, not_found, ran, workload_of,
-    workload_of_owner,
-};
+use signals::{core, is_denial, is_missing, missing_object, not_found, ran, workload_of};
+use starts::{Blocked, objects};
 
 /// What the watch saw, when it stops.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -81,45 +81,6 @@ enum Watched {
     Event(Box<watcher::Event<Event>>),
     /// A ConfigMap, Secret or ServiceAccount seen or deleted.
     Object(watcher::Event<ObjectId>),
-}
-
-/// The watch of one kind of the objects a pod needs, as [`Watched::Object`] items.
-fn objects<K>(
-    client: &kube::Client,
-    ns: &str,
-) -> BoxStream<'static, Result<Watched, watcher::Error>>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
-{
-    let kind = K::kind(&()).to_string();
-    let api: Api<K> = Api::namespaced(client.clone(), ns);
-    let id = move |o: K| {
-        let m = o.meta();
-        core(
-            &kind,
-            m.namespace.as_deref().unwrap_or_default(),
-            m.name.as_deref().unwrap_or_default(),
-        )
-    };
-    watcher(api, watcher::Config::default())
-        .default_backoff()
-        .map(move |r| {
-            r.map(|e| {
-                Watched::Object(match e {
-                    watcher::Event::Apply(o) => watcher::Event::Apply(id(o)),
-                    watcher::Event::InitApply(o) => watcher::Event::InitApply(id(o)),
-                    watcher::Event::Delete(o) => watcher::Event::Delete(id(o)),
-                    watcher::Event::Init => watcher::Event::Init,
-                    watcher::Event::InitDone => watcher::Event::InitDone,
-                })
-            })
-        })
-        .boxed()
 }
 
 fn lease_value(l: &Lease) -> serde_json::Value {
@@ -280,16 +241,6 @@ fn key(p: &Pod) -> (String, String) {
     )
 }
 
-/// A pod (or a ReplicaSet's pod) that could not start for want of an object, reported as
-/// harm once that object is known to have been deleted during the run.
-struct Blocked {
-    workload: ObjectId,
-    pod: String,
-    identity: Identity,
-    object: ObjectId,
-    what: String,
-}
-
 struct State {
     client: kube::Client,
     wanted: HashSet<ObjectId>,
@@ -355,152 +306,6 @@ impl State {
             instant: tokio::time::Instant::now(),
             kind: SimEventKind::Harm(harm),
         });
-    }
-
-    /// A ConfigMap, Secret or ServiceAccount exists now, or (`exists` false) was deleted.
-    fn object(&mut self, id: ObjectId, exists: bool) {
-        if exists {
-            self.deleted.remove(&id);
-            self.present.insert(id);
-            return;
-        }
-        if !self.present.remove(&id) {
-            return;
-        }
-        self.deleted.insert(id.clone());
-        self.resync_mounting(&id);
-        let (now, later): (Vec<Blocked>, Vec<Blocked>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|b| b.object == id);
-        self.pending = later;
-        for b in now {
-            self.blocked(b);
-        }
-    }
-
-    /// Makes the kubelet sync, at once, the running pods of this run that mount `id` (see the
-    /// module docs): a merge patch of one annotation, sent on its own task.
-    fn resync_mounting(&self, id: &ObjectId) {
-        let targets: Vec<(String, String)> = self
-            .pods
-            .iter()
-            .filter(|(k, p)| {
-                self.ran.contains(*k)
-                    && p.metadata.deletion_timestamp.is_none()
-                    && mounted(p).iter().any(|(o, _)| o == id)
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (ns, name) in targets {
-            let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                "minicvo.openshift.io/resync": format!("{}", now_us())}}});
-            tokio::spawn(async move {
-                if let Err(e) = api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    tracing::debug!("real pods: resync of {ns}/{name}: {e}");
-                }
-            });
-        }
-    }
-
-    /// Reports `b` when its object was deleted during the run, else keeps it until it is.
-    fn blocked(&mut self, b: Blocked) {
-        if !self.deleted.contains(&b.object) {
-            if !self
-                .pending
-                .iter()
-                .any(|p| p.pod == b.pod && p.object == b.object)
-            {
-                self.pending.push(b);
-            }
-            return;
-        }
-        let k = (
-            b.object.namespace.clone().unwrap_or_default(),
-            b.pod.clone(),
-            format!("started without {}", b.object),
-        );
-        if !self.reported.insert(k) {
-            return;
-        }
-        self.summary.started_without += 1;
-        tracing::warn!("real pod {} ({}): {}", b.pod, b.identity, b.what);
-        self.harm(PodHarm {
-            workload: b.workload,
-            pod: b.pod,
-            identity: b.identity,
-            kind: HarmKind::StartedWithout,
-            what: b.what,
-            object: Some(b.object),
-        });
-    }
-
-    /// A kubelet or controller event: a pod (or a ReplicaSet's pod) that cannot start for want
-    /// of an object, or a refused volume set-up of a pod that ran.
-    fn event(&mut self, ev: &Event) {
-        let involved = &ev.involved_object;
-        let ns = involved.namespace.clone().unwrap_or_default();
-        let name = involved.name.clone().unwrap_or_default();
-        let message = ev.message.as_deref().unwrap_or_default();
-        let Some((kind, missing)) = not_found(message) else {
-            return;
-        };
-        let object = core(kind, &ns, &missing);
-        match (ev.reason.as_deref(), involved.kind.as_deref()) {
-            (Some("FailedMount"), Some("Pod")) => {
-                let k = (ns.clone(), name.clone());
-                if self.earlier.contains(&k) {
-                    return;
-                }
-                if self.ran.contains(&k) {
-                    // A running pod's volume set up again: the kubelet keeps its files.
-                    if self.reported.insert((ns, name, format!("kept {object}"))) {
-                        self.summary.kept_volumes += 1;
-                    }
-                    return;
-                }
-                let Some(p) = self.pods.get(&k).cloned() else {
-                    return;
-                };
-                let Some(workload) = self.owner(&p) else {
-                    return;
-                };
-                let what = format!(
-                    "{object} was deleted: the kubelet cannot set up the volume, so the pod does                      not start ({message})"
-                );
-                self.blocked(Blocked {
-                    workload,
-                    pod: name,
-                    identity: identity_of(&p),
-                    object,
-                    what,
-                });
-            }
-            (Some("FailedCreate"), Some(owner_kind)) if kind == "ServiceAccount" => {
-                let Some(workload) =
-                    workload_of_owner(owner_kind, &name, &ns).filter(|w| self.wanted.contains(w))
-                else {
-                    return;
-                };
-                let what = format!(
-                    "{object} was deleted: the API server refuses to create the pod ({message})"
-                );
-                self.blocked(Blocked {
-                    workload,
-                    pod: name,
-                    identity: Identity {
-                        namespace: ns,
-                        name: missing,
-                    },
-                    object,
-                    what,
-                });
-            }
-            _ => {}
-        }
     }
 
     fn pod(&mut self, p: &Pod) {

@@ -1,5 +1,8 @@
 //! The pod loop: follow the workloads and what their pods need, run each generation's life,
-//! and act as each live pod.
+//! and act as each live pod. What a deleted dependency does is [`dependencies`]'.
+
+mod dependencies;
+mod stop;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -11,12 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::elector::{Elector, Tick};
 use super::follow::{self, Item, Watched, id_of};
-use super::generation::{Generation, Pods, State, cannot_start, may_lease};
+use super::generation::{Generation, Pods, State, may_lease};
 use super::identity::{Identity, Rights};
 use super::workload::{self, Dependency, Rollout, Use};
-use super::{
-    DangerWindow, HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE,
-};
+use super::{HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE};
 use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
 use crate::manifest::ObjectId;
@@ -93,33 +94,6 @@ impl Loop {
             harm.what
         );
         self.emit(SimEventKind::Harm(harm));
-    }
-
-    fn windows_closed(&mut self, windows: Vec<DangerWindow>) {
-        for w in windows {
-            let why = w.closed_by.as_deref().unwrap_or("closed");
-            let change = format!("pod {} danger window closed ({why}): {}", w.pod, w.what);
-            self.pod_event(&w.workload, &w.pod, change);
-            self.summary.danger_windows.push(w);
-        }
-    }
-
-    /// Opens the danger windows of every workload whose current template needs `id`.
-    fn open_dangers(&mut self, id: &ObjectId) {
-        let now = Instant::now();
-        let opened: Vec<(ObjectId, String, String)> = self
-            .pods
-            .values_mut()
-            .filter_map(|p| {
-                p.open_danger(id, now)
-                    .map(|(pod, what)| (p.id.clone(), pod, what))
-            })
-            .collect();
-        for (workload, pod, what) in opened {
-            tracing::warn!("simulated pod {pod}: danger window: {what}");
-            let change = format!("pod {pod} danger window opened: {what}");
-            self.pod_event(&workload, &pod, change);
-        }
     }
 
     async fn run(mut self, cancel: CancellationToken) -> PodSummary {
@@ -211,34 +185,6 @@ impl Loop {
         }
     }
 
-    fn dependency_present(&mut self, id: ObjectId) {
-        let now = Instant::now();
-        let mut closed = Vec::new();
-        for p in self.pods.values_mut() {
-            p.dependency_present(&id);
-            closed.extend(p.close_dangers(Some(&id), now, &format!("{id} exists again")));
-        }
-        self.windows_closed(closed);
-        self.deleted.remove(&id);
-        self.present.insert(id);
-    }
-
-    fn dependency_gone(&mut self, id: &ObjectId) {
-        if !self.present.remove(id) {
-            return;
-        }
-        self.deleted.insert(id.clone());
-        let harms: Vec<PodHarm> = self
-            .pods
-            .values_mut()
-            .flat_map(|p| p.dependency_gone(id))
-            .collect();
-        for h in harms {
-            self.harm(h);
-        }
-        self.open_dangers(id);
-    }
-
     fn workload(&mut self, kind: &str, live: &Value) {
         let id = id_of(kind, live);
         if !self.interesting.contains(&id) {
@@ -306,79 +252,6 @@ impl Loop {
             p.generations.iter_mut().for_each(Generation::stop);
             let closed = p.close_dangers(None, Instant::now(), &format!("{id} was deleted"));
             self.windows_closed(closed);
-        }
-    }
-
-    /// Stops the generations marked `Stopping`: leaders release their lease (a refusal there
-    /// was already counted when renewing failed); a pod that ran then terminates for its `stop`
-    /// timing when `linger`, and is gone after. Ends the terminations that are due.
-    async fn stop_marked(&mut self, id: &ObjectId, linger: bool) {
-        let Some(p) = self.pods.get_mut(id) else {
-            return;
-        };
-        let now = Instant::now();
-        let (stopping, kept): (Vec<Generation>, Vec<Generation>) =
-            std::mem::take(&mut p.generations)
-                .into_iter()
-                .partition(|g| {
-                    g.state == State::Stopping || (g.state == State::Terminating && g.due <= now)
-                });
-        p.generations = kept;
-        if stopping.is_empty() {
-            return;
-        }
-        // A released lease is free at once: the candidates try now.
-        for g in &mut p.generations {
-            if g.elects {
-                g.elector.next = g.elector.next.min(now);
-            }
-        }
-        let workload = p.id.clone();
-        let grace = p.timing.stop;
-        let mut terminating = Vec::new();
-        for mut g in stopping {
-            if g.state == State::Terminating {
-                self.pod_event(&workload, &g.pod, format!("pod {} stopped", g.pod));
-                continue;
-            }
-            if let Err(e) = g
-                .elector
-                .release(&self.client, &g.identity, &workload)
-                .await
-            {
-                // The lease stays with a pod that is gone until it expires.
-                if let Some(p) = self.pods.get_mut(&workload)
-                    && p.gap.is_none()
-                {
-                    p.gap = Some((g.pod.clone(), Instant::now()));
-                }
-                if forbidden(&e) {
-                    let what = format!(
-                        "update leases.coordination.k8s.io {}/{} (releasing it on stop)",
-                        workload.namespace.as_deref().unwrap_or_default(),
-                        workload.name
-                    );
-                    self.harm(g.harm(&workload, HarmKind::Refused, what, None));
-                }
-            }
-            if !g.ran {
-                continue;
-            }
-            if linger && !grace.is_zero() {
-                g.elector.leader = false;
-                g.state = State::Terminating;
-                g.due = now + grace;
-                let change = format!("pod {} terminating (its lease released)", g.pod);
-                self.pod_event(&workload, &g.pod, change);
-                terminating.push(g);
-            } else {
-                self.pod_event(&workload, &g.pod, format!("pod {} stopped", g.pod));
-            }
-        }
-        // The oldest first: the generations' order is their age.
-        if let Some(p) = self.pods.get_mut(id) {
-            terminating.append(&mut p.generations);
-            p.generations = terminating;
         }
     }
 
@@ -515,35 +388,6 @@ impl Loop {
                 }
             }
         }
-    }
-
-    /// Whether generation `i` of `id`, due to start, cannot because an object it needs was
-    /// deleted (the kubelet's rule for volumes and the environment, the API server's for the
-    /// ServiceAccount): it stays starting, and each such object is a `started-without` harm,
-    /// once. A pull secret does not block (the kubelet pulls without it).
-    fn blocked(&mut self, id: &ObjectId, i: usize) -> bool {
-        let deleted = &self.deleted;
-        let g = &mut self.pods.get_mut(id).expect("known workload").generations[i];
-        let missing: Vec<Dependency> = g
-            .deps
-            .iter()
-            .filter(|d| d.used.blocks_start() && deleted.contains(&d.id()))
-            .cloned()
-            .collect();
-        g.blocked = !missing.is_empty();
-        let first: Vec<Dependency> = missing
-            .into_iter()
-            .filter(|d| g.reported.insert(format!("started without {:?}", d.id())))
-            .collect();
-        let harms: Vec<PodHarm> = first
-            .iter()
-            .map(|d| g.harm(id, HarmKind::StartedWithout, cannot_start(d), Some(d.id())))
-            .collect();
-        let blocked = g.blocked;
-        for h in harms {
-            self.harm(h);
-        }
-        blocked
     }
 
     async fn available_due(&mut self, id: &ObjectId, now: Instant) {
