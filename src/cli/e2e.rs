@@ -117,12 +117,16 @@ pub struct UpgradeArgs {
     pub via_operator: bool,
     /// Watch the payloads' real pods instead of simulating them (a cluster with nodes, e.g.
     /// kind): a container that ends with a refused request (its termination message says
-    /// `denied:`, `… is forbidden: …` or `Unauthorized`) fails `live-pods-keep-access`, with
-    /// the payload task that caused it. Implies --no-live-pods.
+    /// `denied:`, `… is forbidden: …` or `Unauthorized`) or a missing file (`missing:`), or a
+    /// pod that cannot start for want of a ConfigMap, Secret or ServiceAccount deleted during
+    /// the run, fails `live-pods-keep-access`, with the payload task that caused it. Implies
+    /// --no-live-pods.
     #[arg(long)]
     pub real_pods: bool,
-    /// Start and ready times of simulated pods (repeatable): `TARGET=start:DURATION,ready:DURATION`
-    /// with TARGET a workload name, `namespace/name` or `*` (defaults: start 100ms, ready 100ms).
+    /// Start, ready and stop times of simulated pods (repeatable):
+    /// `TARGET=start:DURATION,ready:DURATION,stop:DURATION` with TARGET a workload name,
+    /// `namespace/name` or `*` (defaults: start 100ms, ready 100ms, stop 0s; stop is how long a
+    /// replaced pod keeps running after it released its lease, as a terminating pod does).
     #[arg(long = "pods", value_name = "SPEC")]
     pub pods: Vec<String>,
     /// Duration of the simulated pods' leader leases (holders renew, candidates retry, every

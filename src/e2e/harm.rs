@@ -4,7 +4,8 @@
 //! A harm's cause is the latest successful write of either run, before the harm was seen,
 //! that touches what the pod lost:
 //!
-//! - a missing dependency: the delete of that ConfigMap, Secret or ServiceAccount;
+//! - a ServiceAccount deleted while its pod ran, or a ConfigMap, Secret or ServiceAccount a
+//!   pod had to start without: the delete of that object;
 //! - a refused request or a lost right: a delete of the pod's ServiceAccount, of a binding (of
 //!   either payload) whose subjects name the ServiceAccount or one of its groups, or of a role
 //!   such a binding refers to; or an apply of such a binding or role that grants less than the
@@ -12,6 +13,10 @@
 //!   refers to another role);
 //! - a generation that started without a right: the write of its workload (the template that
 //!   switched the ServiceAccount or was rolled out before its rights).
+//!
+//! A ConfigMap or Secret deleted while a pod runs is no harm (the kubelet's rules, see
+//! [`crate::simulate::pods::workload::Use`]); the time during which no pod of the template
+//! could have started is a warning ([`super::danger`]).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -207,15 +212,19 @@ pub fn attribute(timeline: &mut Timeline, old: &Plan, new: &Plan) {
 }
 
 /// `live-pods-keep-access`: one failure per harm event; passes with a note of how many pods
-/// lived.
+/// lived, and of the `danger_windows` (warnings, which fail nothing).
 #[must_use]
-pub fn live_pods_keep_access(timeline: &Timeline, pods_started: usize) -> Check {
+pub fn live_pods_keep_access(
+    timeline: &Timeline,
+    pods_started: usize,
+    danger_windows: usize,
+) -> Check {
     let mut check = Check::new(
         None,
         LIVE_PODS_CHECK,
-        "no live simulated pod has a request refused, loses a right it started with, loses a \
-         ConfigMap, Secret or ServiceAccount it needs, or starts without a right its \
-         predecessor had",
+        "no live simulated pod has a request refused, loses a right it started with or the \
+         ServiceAccount it runs as, or has to start without a right its predecessor had or \
+         without a ConfigMap, Secret or ServiceAccount it needs",
     );
     for e in timeline
         .events
@@ -249,24 +258,39 @@ pub fn live_pods_keep_access(timeline: &Timeline, pods_started: usize) -> Check 
             "{pods_started} simulated pods lived through the run unharmed"
         ));
     }
+    if danger_windows > 0 {
+        check.notes.push(format!(
+            "{danger_windows} danger window{} (warnings): running pods kept an object their \
+             template needs and that was deleted, so no new pod of it could have started",
+            if danger_windows == 1 { "" } else { "s" }
+        ));
+    }
     check
 }
 
-/// `live-pods-keep-access` judged from real pods (`--real-pods`): one failure per denial a
-/// pod's container ended with; passes with a note of how many pods ran and restarted.
+/// `live-pods-keep-access` judged from real pods (`--real-pods`): one failure per harm a pod
+/// showed (a denial or a missing file its container ended with, an object it could not start
+/// without); passes with a note of how many pods ran and restarted.
 #[must_use]
 pub fn real_pods_keep_access(
     timeline: &Timeline,
     seen: &super::real_pods::RealPodSummary,
 ) -> Check {
-    let mut check = live_pods_keep_access(timeline, seen.pods);
-    check.description =
-        "no real pod of the payloads' workloads has a container end with a refused \
-                   request"
-            .to_string();
+    let mut check = live_pods_keep_access(timeline, seen.pods, 0);
+    check.description = "no real pod of the payloads' workloads has a container end with a \
+                         refused request or a missing file or variable, or cannot start for \
+                         want of a ConfigMap, Secret or ServiceAccount deleted during the run"
+        .to_string();
     check.notes = vec![format!(
-        "{} real pods watched, {} container restarts, {} denials",
-        seen.pods, seen.restarts, seen.denials
+        "{} real pods watched, {} container restarts, {} denials, {} missing files or \
+         variables, {} pods that could not start, {} volume set-ups of a deleted object the \
+         kubelet refused for a running pod (it kept the files)",
+        seen.pods,
+        seen.restarts,
+        seen.denials,
+        seen.missing,
+        seen.started_without,
+        seen.kept_volumes
     )];
     check
 }

@@ -466,6 +466,11 @@ pub async fn upgrade(
         .chain(real_summary.iter().flat_map(|s| &s.lease_gaps))
         .map(|g| super::harm::LeaseGapReport::new(g, started, ended))
         .collect();
+    let danger_windows: Vec<super::danger::DangerWindowReport> = pod_summary
+        .iter()
+        .flat_map(|s| &s.danger_windows)
+        .map(|w| super::danger::DangerWindowReport::new(w, started, ended, &timeline))
+        .collect();
     let mut checks: Vec<Check> = Vec::new();
     checks.extend(checks::invariants(&timeline, Phase::Install, &old_plan));
     if runs.len() > 1 {
@@ -478,6 +483,7 @@ pub async fn upgrade(
         checks.push(super::harm::live_pods_keep_access(
             &timeline,
             s.pods_started,
+            danger_windows.len(),
         ));
     }
     if let Some(s) = &real_summary {
@@ -513,6 +519,7 @@ pub async fn upgrade(
         timeline,
         checks,
         lease_gaps,
+        danger_windows,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -17,13 +17,16 @@
 //! - [`cleanup`]: removing both payloads' objects (`--clean`, and between tests).
 //! - [`checks`]: invariants over the timeline and the `delete-before-workload-update` check.
 //! - [`harm`]: what the simulated pods ([`crate::simulate::pods`]) suffered: the cause of each
-//!   harm, the `live-pods-keep-access` check and the leaderless times of the leases.
+//!   harm, the `live-pods-keep-access` check and the leaderless times of the leases; and
+//!   [`danger`]: the warnings, times during which no pod of a workload's template could have
+//!   started.
 //! - [`assertion`]: user assertions "X after Y".
 //! - [`report`], [`junit`], [`trace`]: the outputs.
 
 pub mod assertion;
 pub mod checks;
 pub mod cleanup;
+pub mod danger;
 pub mod harm;
 pub mod harness;
 pub mod junit;
@@ -36,6 +39,7 @@ mod via_operator;
 
 pub use assertion::Assertion;
 pub use checks::{Check, STORY_CHECK};
+pub use danger::DangerWindowReport;
 pub use harm::{LIVE_PODS_CHECK, LeaseGapReport};
 pub use harness::{Clients, E2eError, UpgradeOptions, upgrade};
 pub use report::{PhaseRun, UpgradeReport};

@@ -109,6 +109,9 @@ pub struct UpgradeReport {
     pub checks: Vec<Check>,
     /// Leaderless times of the simulated pods' leases.
     pub lease_gaps: Vec<super::harm::LeaseGapReport>,
+    /// Times during which no pod of a workload's current template could have started
+    /// (warnings: they fail no check).
+    pub danger_windows: Vec<super::danger::DangerWindowReport>,
     /// Wall time of the whole e2e.
     pub seconds: f64,
 }
@@ -230,6 +233,7 @@ impl UpgradeReport {
             })).collect::<Vec<_>>(),
             "requests": {"minicvo": self.apply_requests(), "simulator": self.simulator_requests()},
             "leaseGaps": self.lease_gaps,
+            "dangerWindows": self.danger_windows,
             "checks": self.checks.iter().map(|c| json!({
                 "phase": c.phase,
                 "name": c.name,
@@ -300,6 +304,9 @@ impl UpgradeReport {
                  lease, to {until})",
                 g.workload, g.seconds, g.from, g.pod
             );
+        }
+        for w in &self.danger_windows {
+            let _ = writeln!(out, "warning: {}", w.line());
         }
         let _ = writeln!(out, "checks:");
         for c in &self.checks {

@@ -1,10 +1,14 @@
 //! Live simulated pods on the test control plane: the e2e run sees the harm an update does to
-//! pods that still run, with no assertion given. For each shape of
+//! pods that still run, with no assertion given, by the kubelet's rules. For each shape of
 //! [`crate::support::harm`], OLD → HARMFUL fails the `live-pods-keep-access` check with a
 //! `harm` event for the harmed pods' ServiceAccount that names the object the payload took
-//! away, and OLD → FIXED passes it with no harm. The bundled machine-config story shows the
-//! same harm and a leader-lease gap before the fix and neither after, and a rollout's
-//! generations overlap under `RollingUpdate` and not under `Recreate`.
+//! away — except where it deletes a ConfigMap or Secret only the old pods use: they keep it,
+//! so there is no harm, only a danger window (a warning) until the Deployment is updated — and
+//! OLD → FIXED passes it with no harm. A clean-up at run-level 90, after the ClusterOperator
+//! reported, of what only the still-terminating old pod mounts harms nobody (issue 32). The
+//! bundled machine-config story shows the same harm and a leader-lease gap before the fix and
+//! neither after, and a rollout's generations overlap under `RollingUpdate` and not under
+//! `Recreate`.
 //!
 //! The shape payloads use names unique to each test (namespace, ClusterOperator, ClusterRoles),
 //! so those tests run in parallel; the bundled samples use fixed names and hold
@@ -20,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::harm::{self, Fixture, Shape};
 use crate::support::{self, NamespaceGuard};
+use minicvo::simulate::pods::HarmKind;
 
 /// The check that fails on every harm.
 const LIVE_PODS: &str = e2e::LIVE_PODS_CHECK;
@@ -113,11 +118,13 @@ fn assert_no_harm(report: &UpgradeReport) {
 /// OLD → HARMFUL: the check fails, and a harm of the harmed pod's account names the shape's
 /// object as its cause. When the new pods start without a right
 /// ([`Shape::BindingAfterNewAccount`]) the binding comes only later, so no earlier task
-/// caused it: the cause, when named, is the binding or the Deployment's update.
+/// caused it: the cause, when named, is the binding or the Deployment's update. When they
+/// cannot start without a deleted object, the harm is `started-without` that object.
 async fn harmful(shape: Shape) {
     let dir = tempfile::tempdir().expect("tempdir");
     let id = support::unique_name(&format!("harm-{}", shape.tag()));
     let fx: Fixture = harm::write(shape, dir.path(), &id);
+    assert!(fx.harms, "{}: the harmful twin harms nobody", shape.tag());
     let _ns = NamespaceGuard::adopt(fx.namespace.clone());
     // A harmful update may leave a ClusterOperator wait that never ends (new pods that cannot
     // lead): a shorter timeout keeps the test fast.
@@ -155,6 +162,10 @@ async fn harmful(shape: Shape) {
                 (_, Some(c)) => fx.cause_names_object(c),
                 (_, None) => false,
             }
+            && (!matches!(
+                shape,
+                Shape::ConfigMapStillMounted | Shape::EnvStillReferenced
+            ) || h.kind == HarmKind::StartedWithout)
     });
     assert!(
         matching,
@@ -167,6 +178,70 @@ async fn harmful(shape: Shape) {
         describe(&found)
     );
     assert!(!report.ok(), "{}: the run passed", shape.tag());
+}
+
+/// OLD → HARMFUL where it deletes a ConfigMap or Secret only the old pods use, before their
+/// Deployment is updated: by the kubelet's rules the running old pod keeps its volume files
+/// and its environment, so `live-pods-keep-access` passes with no harm. What the payload did is
+/// a danger window — no pod of the old template could have started again between the delete
+/// and the Deployment's update — reported as a warning, caused by the delete; and the
+/// plan-position check still reports the delete before the update, so the run fails on that.
+async fn danger_only(shape: Shape) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = support::unique_name(&format!("danger-{}", shape.tag()));
+    let fx: Fixture = harm::write(shape, dir.path(), &id);
+    assert!(!fx.harms, "{}: the harmful twin harms", shape.tag());
+    let _ns = NamespaceGuard::adopt(fx.namespace.clone());
+    let report = run(&options(&fx.old, &fx.harmful)).await;
+    assert!(report.completed(), "{}: {}", shape.tag(), report.text());
+    assert_no_harm(&report);
+    let old_pod = format!("{}#1", fx.workload);
+    let window = report
+        .danger_windows
+        .iter()
+        .find(|w| w.pod == old_pod)
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: no danger window of {old_pod}: {:#?}",
+                shape.tag(),
+                report.danger_windows
+            )
+        });
+    let object = format!("{} {}/{} ", fx.cause_kind, fx.namespace, fx.cause_name);
+    assert!(window.what.starts_with(&object), "{window:?}");
+    assert!(
+        window
+            .cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("delete ") && fx.cause_names_object(c)),
+        "{window:?}"
+    );
+    assert!(
+        window.to.is_some()
+            && window
+                .closed_by
+                .as_deref()
+                .is_some_and(|c| c.contains(&fx.workload) && c.contains("new template")),
+        "the Deployment's update closes it: {window:?}"
+    );
+    assert!(
+        report
+            .text()
+            .contains("warning: danger window of Deployment"),
+        "{}",
+        report.text()
+    );
+    assert_eq!(report.json()["dangerWindows"][0]["pod"], old_pod.as_str());
+    let story = report.story_findings();
+    assert!(
+        story.iter().any(|f| f.starts_with(&format!(
+            "{} {}/{} was deleted",
+            fx.cause_kind, fx.namespace, fx.cause_name
+        ))),
+        "{}: the delete before the update is still a plan-position finding: {story:#?}",
+        shape.tag()
+    );
+    assert!(!report.ok(), "{}: {}", shape.tag(), report.text());
 }
 
 /// OLD → FIXED: the check passes and nothing is harmed.
@@ -211,9 +286,11 @@ async fn clusterrole_narrowed_after_wait_harms_nobody() {
     fixed(Shape::ClusterRoleNarrowed).await;
 }
 
+/// Was `mounted_configmap_deleted_before_update_harms_old_pods`: a running pod keeps the files
+/// of a deleted ConfigMap (the kubelet's rule, issue 32).
 #[tokio::test]
-async fn mounted_configmap_deleted_before_update_harms_old_pods() {
-    harmful(Shape::ConfigMapDeleted).await;
+async fn mounted_configmap_deleted_before_update_leaves_a_danger_window_not_harm() {
+    danger_only(Shape::ConfigMapDeleted).await;
 }
 
 #[tokio::test]
@@ -221,14 +298,36 @@ async fn mounted_configmap_deleted_after_wait_harms_nobody() {
     fixed(Shape::ConfigMapDeleted).await;
 }
 
+/// Was `secret_deleted_before_update_harms_old_pods`: a running container keeps the
+/// environment it was created with (the kubelet's rule, issue 32).
 #[tokio::test]
-async fn secret_deleted_before_update_harms_old_pods() {
-    harmful(Shape::SecretDeleted).await;
+async fn env_secret_deleted_before_update_leaves_a_danger_window_not_harm() {
+    danger_only(Shape::SecretDeleted).await;
 }
 
 #[tokio::test]
 async fn secret_deleted_after_wait_harms_nobody() {
     fixed(Shape::SecretDeleted).await;
+}
+
+#[tokio::test]
+async fn configmap_new_pods_mount_deleted_before_update_new_pod_started_without() {
+    harmful(Shape::ConfigMapStillMounted).await;
+}
+
+#[tokio::test]
+async fn configmap_new_pods_mount_moved_and_deleted_after_wait_harms_nobody() {
+    fixed(Shape::ConfigMapStillMounted).await;
+}
+
+#[tokio::test]
+async fn env_configmap_new_pods_reference_deleted_before_update_new_pod_started_without() {
+    harmful(Shape::EnvStillReferenced).await;
+}
+
+#[tokio::test]
+async fn env_configmap_new_pods_reference_moved_and_deleted_after_wait_harms_nobody() {
+    fixed(Shape::EnvStillReferenced).await;
 }
 
 #[tokio::test]
@@ -249,6 +348,68 @@ async fn new_account_bound_after_update_harms_new_pods() {
 #[tokio::test]
 async fn new_account_bound_before_update_harms_nobody() {
     fixed(Shape::BindingAfterNewAccount).await;
+}
+
+/// Issue 32: a payload deletes, at run-level 90, the ConfigMap the OLD Deployment mounted, after
+/// the component's ClusterOperator reported the new version — while the old pod, replaced
+/// under a `RollingUpdate`, is still terminating (a `stop` time of 10 s: it released its lease,
+/// so the new pod leads and reports). `live-pods-keep-access` reported `dependency-missing
+/// ConfigMap … (volume config)` for the old pod; a kubelet keeps a running pod's volume files,
+/// and no pod of the old template starts again, so the run passes with no harm and no danger
+/// window.
+#[tokio::test]
+async fn configmap_only_old_pods_mounted_deleted_at_run_level_90_after_clusteroperator_reported_is_no_harm()
+ {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = support::unique_name("cleanup-90");
+    let (old, new) = harm::write_cleanup_after_report(dir.path(), &id, None);
+    let _ns = NamespaceGuard::adopt(id.clone());
+    let workload = format!("{id}-operator");
+    let mut o = options(&old, &new);
+    o.pods.timings.add(&format!("{workload}=stop:10s")).unwrap();
+    let report = run(&o).await;
+    assert!(report.completed(), "{}", report.text());
+
+    // The order is the fixed one: reported, then deleted at run-level 90 ...
+    let upgrade = |pred: &dyn Fn(&TimelineEvent) -> bool| {
+        report
+            .timeline
+            .events
+            .iter()
+            .position(|e| e.phase == Phase::Upgrade && pred(e))
+    };
+    let reported = upgrade(&|e| {
+        e.action == TimelineAction::WaitDone
+            && e.object.name == id
+            && e.outcome.as_deref() == Some("waited")
+    })
+    .unwrap_or_else(|| panic!("ClusterOperator {id} was not waited for: {}", report.text()));
+    let deleted = upgrade(&|e| {
+        e.is_delete_issued() && e.object.kind == "ConfigMap" && e.object.name == "config"
+    })
+    .unwrap_or_else(|| panic!("ConfigMap config was not deleted: {}", report.text()));
+    assert!(reported < deleted, "{}", report.text());
+    assert_eq!(
+        report.timeline.events[deleted].run_level.as_deref(),
+        Some("90")
+    );
+    // ... while the old pod, which mounted it, still ran (terminating).
+    let terminating = pod_event(&report, &workload, 1, "terminating");
+    assert!(terminating < deleted, "{}", report.text());
+    let stopped = pod_event(&report, &workload, 1, "stopped");
+    assert!(
+        deleted < stopped,
+        "the old pod was gone before the delete: {}",
+        report.text()
+    );
+
+    assert_no_harm(&report);
+    assert!(
+        report.danger_windows.is_empty(),
+        "{:#?}",
+        report.danger_windows
+    );
+    assert!(report.ok(), "{}", report.text());
 }
 
 const MCO_NS: &str = "openshift-machine-config-operator";

@@ -321,12 +321,13 @@ async fn openshift_multi_installs_and_upgrades_completely() {
     let upgrade = report.run(Phase::Upgrade).unwrap();
     assert_eq!(upgrade.report.counts.waited, 14);
     eprintln!(
-        "openshift-multi: install {:.2}s / {} requests, upgrade {:.2}s / {} requests, simulator {} requests",
+        "openshift-multi: install {:.2}s / {} requests, upgrade {:.2}s / {} requests, simulator {} requests, {} danger windows",
         install.report.seconds,
         install.report.requests,
         upgrade.report.seconds,
         upgrade.report.requests,
-        report.simulator_requests()
+        report.simulator_requests(),
+        report.danger_windows.len()
     );
 }
 

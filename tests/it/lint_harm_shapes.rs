@@ -103,6 +103,16 @@ fn lint_harm_secret_deleted_before_update() {
 }
 
 #[test]
+fn lint_harm_configmap_new_pods_mount_deleted_before_update() {
+    check_shape(Shape::ConfigMapStillMounted);
+}
+
+#[test]
+fn lint_harm_env_configmap_new_pods_reference_deleted_before_update() {
+    check_shape(Shape::EnvStillReferenced);
+}
+
+#[test]
 fn lint_harm_serviceaccount_deleted_before_update() {
     check_shape(Shape::ServiceAccountDeleted);
 }

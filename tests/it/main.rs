@@ -49,6 +49,7 @@ mod load_headers;
 mod load_shared;
 mod merge_cluster;
 mod merge_cluster_kinds;
+mod node_harm_differential;
 mod node_mco_story;
 mod node_rollout;
 mod node_standin;

@@ -14,7 +14,14 @@
 //! request — a lease renewal, or at the latest the release of its lease when the `Recreate`
 //! rollout stops it — is denied, and it exits 3 with the denial as its termination message.
 //! After the fix (`payload/new`), no request of any pod is denied.
+//!
+//! This is also the "lease lost" row of the harm differential (`node_harm_differential`): the
+//! same payload copies are upgraded with simulated pods on the shared plane, and both verdicts
+//! must agree — the same ServiceAccounts harmed (or none), and a leaderless time of the
+//! operator's lease in both or in neither.
 
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +29,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::watcher;
+use minicvo::e2e::{self, TimelineAction, UpgradeOptions};
+use tokio_util::sync::CancellationToken;
 
 use crate::support::{self, node};
 
@@ -119,6 +128,11 @@ struct Story {
     took: Duration,
     /// The report's `leaseGaps`.
     lease_gaps: Vec<serde_json::Value>,
+    /// The ServiceAccounts the harness saw harmed (the timeline's `harm` events).
+    harmed: BTreeSet<String>,
+    /// The same upgrade of the same payload copies with simulated pods on the shared plane:
+    /// the harmed ServiceAccounts, and whether the operator's lease had a leaderless time.
+    simulated: (BTreeSet<String>, bool),
 }
 
 /// Runs one scenario of the shared script with the pod watch on.
@@ -154,13 +168,80 @@ async fn story(scenario: &str) -> Story {
         .expect("the scenario wrote its report");
     let report: serde_json::Value = serde_json::from_str(&report).expect("the report is JSON");
     let lease_gaps = report["leaseGaps"].as_array().cloned().unwrap_or_default();
+    let timeline = std::fs::read_to_string(out.path().join(format!("{scenario}.timeline.json")))
+        .expect("the scenario wrote its timeline");
+    let timeline: serde_json::Value =
+        serde_json::from_str(&timeline).expect("the timeline is JSON");
+    let harmed = timeline["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["action"] == "harm")
+        .filter_map(|e| e["serviceAccount"].as_str().map(str::to_string))
+        .collect();
+    let to = if scenario == "mco-buggy" {
+        "new-buggy"
+    } else {
+        "new"
+    };
+    let payloads = out.path().join("payloads");
+    let simulated = simulated(&payloads.join("old"), &payloads.join(to)).await;
     Story {
         code,
         verdict,
         ends,
         took,
         lease_gaps,
+        harmed,
+        simulated,
     }
+}
+
+/// The upgrade `old` → `new` (the script's copies) with simulated pods on the shared plane:
+/// the harmed ServiceAccounts, and whether the operator's lease had a leaderless time.
+async fn simulated(old: &Path, new: &Path) -> (BTreeSet<String>, bool) {
+    let _lock = support::fixed_names_lock().await;
+    let admin = support::openshift::shared_plane_crds().await;
+    let mut o = UpgradeOptions {
+        from: old.to_path_buf(),
+        to: new.to_path_buf(),
+        clean: true,
+        clean_after: true,
+        ..UpgradeOptions::default()
+    };
+    o.apply.runner.wait_timeout = Duration::from_secs(20);
+    let report = e2e::upgrade(
+        &support::apply::e2e_clients().await,
+        &o,
+        None,
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("simulated e2e could not run: {e}"));
+    support::openshift::assert_real_crds(&admin, "Default").await;
+    eprintln!("simulated pods:\n{}", report.text());
+    let harmed = report
+        .timeline
+        .events
+        .iter()
+        .filter(|e| e.action == TimelineAction::Harm)
+        .filter_map(|e| e.harm.as_ref().map(|h| h.service_account.clone()))
+        .collect();
+    let workload = format!("Deployment {OPERATOR_NS}/machine-config-operator");
+    let gap = report.lease_gaps.iter().any(|g| g.workload == workload);
+    (harmed, gap)
+}
+
+/// The real and simulated verdicts agree: the same ServiceAccounts harmed, a leaderless time
+/// of the operator's lease in both or in neither.
+fn assert_verdicts_agree(s: &Story) {
+    let real_gap = !operator_lease_gaps(s).is_empty();
+    assert_eq!(
+        (&s.harmed, real_gap),
+        (&s.simulated.0, s.simulated.1),
+        "real (harmed, lease gap) vs simulated\n{}",
+        s.verdict
+    );
 }
 
 /// The leaderless times of the operator's lease, seen by the harness from the real pods'
@@ -221,6 +302,13 @@ async fn buggy_order_denies_the_old_operator_pod_with_real_pods() {
     );
     // The denied pod could not release its lease: the new one waited for it to expire.
     let gap = operator_lease_gap(&s);
+    // Simulated pods feel the same harm, and their lease has a leaderless time too.
+    assert_eq!(
+        s.harmed,
+        BTreeSet::from([format!("{OPERATOR_NS}/default")]),
+        "{verdict}"
+    );
+    assert_verdicts_agree(&s);
     eprintln!(
         "machine-config story, buggy, real pods: {took:.1?}; lease gap {gap:.2} s; denied: {denied:?}"
     );
@@ -240,5 +328,7 @@ async fn fixed_order_denies_nothing_with_real_pods() {
         "no leaderless time: {:?}",
         s.lease_gaps
     );
+    assert!(s.harmed.is_empty(), "{:?}", s.harmed);
+    assert_verdicts_agree(&s);
     eprintln!("machine-config story, fixed, real pods: {took:.1?}; no lease gap");
 }

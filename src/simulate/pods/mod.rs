@@ -15,9 +15,16 @@
 //!   workload on the [`PodBoard`] (the operator simulator writes a ClusterOperator's status as
 //!   that pod).
 //!
-//! Harm ([`PodHarm`]) is what a real pod would have suffered: a refused request, a right held
-//! at start and lost while running, a dependency that existed and disappeared while running,
-//! or a new generation that starts without a right its predecessor had.
+//! Harm ([`PodHarm`]) is what a real pod would have suffered, by the kubelet's rules
+//! ([`workload::Use`]): a refused request, a right held at start and lost while running, its
+//! ServiceAccount deleted while it runs (its token is rejected), a new generation that starts
+//! without a right its predecessor had, or a pod that has to start while an object it needs
+//! was deleted (it cannot: `started-without`, and it waits for the object). A ConfigMap or
+//! Secret deleted while a pod runs does not harm it: the kubelet keeps its volume files and
+//! its environment was fixed when its container started. When that pod's template is its
+//! workload's current one, no pod of it could start again (a restart on another node, a
+//! scale-up): a [`DangerWindow`], reported as a warning, until the object is back or the
+//! workload moves to another template.
 //!
 //! Request budget: one rules review per pod when it starts and one per live pod after each
 //! burst of RBAC changes (bursts are gathered for [`RBAC_SETTLE`]); one lease request per
@@ -50,13 +57,16 @@ use crate::manifest::ObjectId;
 /// How long RBAC changes are gathered before the live pods review their rights again.
 pub const RBAC_SETTLE: Duration = Duration::from_millis(100);
 
-/// How long a pod takes to start and to become available.
+/// How long a pod takes to start, to become available, and to terminate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     /// From the template being seen to the pod running.
     pub start: Duration,
     /// From running to available.
     pub ready: Duration,
+    /// From being told to stop (it releases its lease at once) to having stopped: the time a
+    /// real pod spends terminating (its grace period), still running with its volumes.
+    pub stop: Duration,
 }
 
 impl Default for Timing {
@@ -64,6 +74,7 @@ impl Default for Timing {
         Timing {
             start: Duration::from_millis(100),
             ready: Duration::from_millis(100),
+            stop: Duration::ZERO,
         }
     }
 }
@@ -93,14 +104,15 @@ impl PodTimings {
             .map_or(self.default, |(_, t)| *t)
     }
 
-    /// Adds one `TARGET=ITEM,...` spec (`*` sets the default).
+    /// Adds one `TARGET=ITEM,...` spec (`*` sets the default); items are `start:DURATION`,
+    /// `ready:DURATION` and `stop:DURATION`.
     ///
     /// # Errors
     /// A message naming what is wrong in `spec`.
     pub fn add(&mut self, spec: &str) -> Result<(), String> {
-        let (target, items) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("{spec:?}: expected TARGET=start:DURATION,ready:DURATION"))?;
+        let (target, items) = spec.split_once('=').ok_or_else(|| {
+            format!("{spec:?}: expected TARGET=start:DURATION,ready:DURATION,stop:DURATION")
+        })?;
         let target = target.trim();
         if target.is_empty() {
             return Err(format!(
@@ -118,15 +130,16 @@ impl PodTimings {
         };
         for item in items.split(',').map(str::trim) {
             let (key, value) = item.split_once(':').ok_or_else(|| {
-                format!("{spec:?}: {item:?} is not start:DURATION or ready:DURATION")
+                format!("{spec:?}: {item:?} is not start:, ready: or stop:DURATION")
             })?;
             let d = super::script::parse_duration(value).map_err(|e| format!("{spec:?}: {e}"))?;
             match key {
                 "start" => timing.start = d,
                 "ready" => timing.ready = d,
+                "stop" => timing.stop = d,
                 other => {
                     return Err(format!(
-                        "{spec:?}: unknown item {other:?} (use start:DURATION or ready:DURATION)"
+                        "{spec:?}: unknown item {other:?} (use start:, ready: or stop:DURATION)"
                     ));
                 }
             }
@@ -218,10 +231,12 @@ pub enum HarmKind {
     Refused,
     /// A right the pod held when it started is gone while it runs.
     RightLost,
-    /// Something the pod needs (ConfigMap, Secret, ServiceAccount) existed while it ran and is
-    /// gone.
+    /// The pod's ServiceAccount existed while it ran and is gone: its token is rejected. (A
+    /// deleted ConfigMap or Secret does not harm a running pod: see [`workload::Use`].)
     DependencyMissing,
-    /// A new generation started without a right the previous generation had when it started.
+    /// A new generation started without a right the previous generation had when it started,
+    /// or a pod has to start while a ConfigMap, Secret or ServiceAccount it needs is deleted
+    /// (it cannot start until the object is back).
     StartedWithout,
 }
 
@@ -267,6 +282,29 @@ pub struct LeaseGap {
     pub to: Option<Instant>,
 }
 
+/// A time during which pods of a workload's current template ran but no pod of that template
+/// could have started (after a restart on another node, or a scale-up): an object the template
+/// needs was deleted. The running pods keep it (see [`workload::Use`]), so this is a warning,
+/// not harm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DangerWindow {
+    /// The workload.
+    pub workload: ObjectId,
+    /// A running pod of the template, `<workload>#<generation>`.
+    pub pod: String,
+    /// What is gone, how the template uses it and what it would stop, in words.
+    pub what: String,
+    /// The deleted object.
+    pub object: ObjectId,
+    /// When it was deleted (or when the pod started and found it deleted).
+    pub from: Instant,
+    /// When the window closed (`None`: still open at the end of the run).
+    pub to: Option<Instant>,
+    /// Why it closed: the object is back, the workload moved to another template, or it was
+    /// deleted.
+    pub closed_by: Option<String>,
+}
+
 /// What a finished pod simulator did.
 #[derive(Debug, Clone, Default)]
 pub struct PodSummary {
@@ -276,6 +314,8 @@ pub struct PodSummary {
     pub lease_gaps: Vec<LeaseGap>,
     /// Harms seen.
     pub harms: usize,
+    /// Times during which a workload's current pods could not have been started again.
+    pub danger_windows: Vec<DangerWindow>,
 }
 
 /// The pod acting for a workload now: its leader, or, when no pod of the workload may hold a
@@ -358,23 +398,25 @@ mod tests {
         let mut t = PodTimings::default();
         t.add("*=start:1s").unwrap();
         t.add("op=ready:2s").unwrap();
-        t.add("ns2/op=start:50ms,ready:0s").unwrap();
+        t.add("ns2/op=start:50ms,ready:0s,stop:3s").unwrap();
         assert_eq!(
             t.of(&id("ns", "op")),
             Timing {
                 start: Duration::from_secs(1),
-                ready: Duration::from_secs(2)
+                ready: Duration::from_secs(2),
+                stop: Duration::ZERO,
             }
         );
         assert_eq!(
             t.of(&id("ns2", "op")),
             Timing {
                 start: Duration::from_millis(50),
-                ready: Duration::ZERO
+                ready: Duration::ZERO,
+                stop: Duration::from_secs(3),
             }
         );
         assert_eq!(t.of(&id("ns", "other")).start, Duration::from_secs(1));
-        for bad in ["op", "=start:1s", "op=start", "op=stop:1s", "op=start:soon"] {
+        for bad in ["op", "=start:1s", "op=start", "op=halt:1s", "op=start:soon"] {
             assert!(t.add(bad).is_err(), "{bad}");
         }
     }

@@ -1,8 +1,10 @@
 //! What a live workload object says about the pods it runs: their template (one generation of
 //! pods per template), their ServiceAccount, what they need to exist (ConfigMaps, Secrets, the
-//! ServiceAccount) and whether a rollout overlaps the old and new pods. Pure: no cluster I/O.
+//! ServiceAccount) and how they use it ([`Use`], which decides what its deletion does to them),
+//! and whether a rollout overlaps the old and new pods. Pure: no cluster I/O.
 
 use std::hash::{Hash as _, Hasher as _};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -20,7 +22,37 @@ pub enum Rollout {
     StopFirst,
 }
 
-/// Something a pod needs to exist while it runs.
+/// How a pod uses a dependency: what the kubelet (or the API server) does with it, and so what
+/// its deletion does to a pod that runs and to one that has to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Use {
+    /// Image pull credentials (`imagePullSecrets`): read only when an image is pulled. A pod
+    /// that runs never reads them again; a pod that starts without them is started anyway
+    /// (the kubelet pulls without them, which fails only where the registry needs them).
+    PullSecret,
+    /// A `configMap` or `secret` volume, or a projected volume's source: the kubelet writes
+    /// the files before the pod's containers start and keeps them when the object is deleted
+    /// (a container restart keeps its volumes too); a new pod cannot start without it.
+    Volume,
+    /// `env[].valueFrom` (`configMapKeyRef`, `secretKeyRef`) or `envFrom`: the values are
+    /// fixed when a container is created, so a running container keeps them; a new pod, or a
+    /// restart of the container, cannot be created without it.
+    Env,
+    /// The pod's ServiceAccount: its token authenticates every request the pod sends. Deleted,
+    /// the token is rejected at once (harm to a pod that runs), and the API server refuses to
+    /// create a new pod of it.
+    Account,
+}
+
+impl Use {
+    /// Whether a pod cannot start while the object is missing (all but pull secrets).
+    #[must_use]
+    pub fn blocks_start(self) -> bool {
+        self != Use::PullSecret
+    }
+}
+
+/// Something a pod needs to exist.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Dependency {
     /// `ConfigMap`, `Secret` or `ServiceAccount`.
@@ -31,6 +63,8 @@ pub struct Dependency {
     pub name: String,
     /// Where the template names it, e.g. `volume config`, `envFrom of container operator`.
     pub via: String,
+    /// How the pod uses it (the strongest use when the template names it more than once).
+    pub used: Use,
 }
 
 impl Dependency {
@@ -70,6 +104,15 @@ pub fn service_account(template: &Value) -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or("default")
         .to_string()
+}
+
+/// `spec.minReadySeconds` of a live Deployment or DaemonSet: how long a new pod must be ready
+/// before it counts as available (and an old one may go).
+#[must_use]
+pub fn min_ready(live: &Value) -> Duration {
+    live.pointer("/spec/minReadySeconds")
+        .and_then(Value::as_u64)
+        .map_or(Duration::ZERO, Duration::from_secs)
 }
 
 fn int_or_percent(v: Option<&Value>, default: &str, replicas: i64, round_up: bool) -> i64 {
@@ -156,26 +199,36 @@ fn name_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 /// Everything the pods of `template` need to exist in `namespace`: the ConfigMaps and
 /// Secrets of volumes (projected sources too), `envFrom` and `env[].valueFrom` of every
-/// container and init container, the image pull secrets and the ServiceAccount. References
-/// marked `optional: true` are left out. Sorted, without repeats.
+/// container and init container, the image pull secrets and the ServiceAccount, each with how
+/// it is used. References marked `optional: true` are left out. Sorted, one entry per object
+/// (with its strongest use: [`Use::Account`] over [`Use::Env`] over [`Use::Volume`] over
+/// [`Use::PullSecret`]).
 #[must_use]
 pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
     let mut out: Vec<Dependency> = Vec::new();
-    let mut add = |kind: &'static str, name: &str, via: String| {
-        if !out.iter().any(|d| d.kind == kind && d.name == name) {
-            out.push(Dependency {
-                kind,
-                namespace: namespace.into(),
-                name: name.into(),
-                via,
-            });
+    let mut add = |kind: &'static str, name: &str, via: String, used: Use| match out
+        .iter_mut()
+        .find(|d| d.kind == kind && d.name == name)
+    {
+        Some(d) if d.used < used => {
+            d.via = via;
+            d.used = used;
         }
+        Some(_) => {}
+        None => out.push(Dependency {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+            via,
+            used,
+        }),
     };
     let spec = template.get("spec").unwrap_or(&Value::Null);
     add(
         "ServiceAccount",
         &service_account(template),
         "serviceAccountName".into(),
+        Use::Account,
     );
     for v in spec
         .get("volumes")
@@ -187,12 +240,12 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
         if let Some(c) = v.get("configMap").filter(|c| !optional(c))
             && let Some(n) = name_at(c, "name")
         {
-            add("ConfigMap", n, format!("volume {vol}"));
+            add("ConfigMap", n, format!("volume {vol}"), Use::Volume);
         }
         if let Some(s) = v.get("secret").filter(|s| !optional(s))
             && let Some(n) = name_at(s, "secretName")
         {
-            add("Secret", n, format!("volume {vol}"));
+            add("Secret", n, format!("volume {vol}"), Use::Volume);
         }
         for source in v
             .pointer("/projected/sources")
@@ -203,12 +256,17 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
             if let Some(c) = source.get("configMap").filter(|c| !optional(c))
                 && let Some(n) = name_at(c, "name")
             {
-                add("ConfigMap", n, format!("projected volume {vol}"));
+                add(
+                    "ConfigMap",
+                    n,
+                    format!("projected volume {vol}"),
+                    Use::Volume,
+                );
             }
             if let Some(s) = source.get("secret").filter(|s| !optional(s))
                 && let Some(n) = name_at(s, "name")
             {
-                add("Secret", n, format!("projected volume {vol}"));
+                add("Secret", n, format!("projected volume {vol}"), Use::Volume);
             }
         }
     }
@@ -229,12 +287,22 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
                 if let Some(r) = from.get("configMapRef").filter(|r| !optional(r))
                     && let Some(n) = name_at(r, "name")
                 {
-                    add("ConfigMap", n, format!("envFrom of container {container}"));
+                    add(
+                        "ConfigMap",
+                        n,
+                        format!("envFrom of container {container}"),
+                        Use::Env,
+                    );
                 }
                 if let Some(r) = from.get("secretRef").filter(|r| !optional(r))
                     && let Some(n) = name_at(r, "name")
                 {
-                    add("Secret", n, format!("envFrom of container {container}"));
+                    add(
+                        "Secret",
+                        n,
+                        format!("envFrom of container {container}"),
+                        Use::Env,
+                    );
                 }
             }
             for env in c.get("env").and_then(Value::as_array).into_iter().flatten() {
@@ -248,6 +316,7 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
                         "ConfigMap",
                         n,
                         format!("env {var} of container {container}"),
+                        Use::Env,
                     );
                 }
                 if let Some(r) = env
@@ -255,7 +324,12 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
                     .filter(|r| !optional(r))
                     && let Some(n) = name_at(r, "name")
                 {
-                    add("Secret", n, format!("env {var} of container {container}"));
+                    add(
+                        "Secret",
+                        n,
+                        format!("env {var} of container {container}"),
+                        Use::Env,
+                    );
                 }
             }
         }
@@ -267,7 +341,7 @@ pub fn dependencies(template: &Value, namespace: &str) -> Vec<Dependency> {
         .flatten()
     {
         if let Some(n) = name_at(s, "name") {
-            add("Secret", n, "imagePullSecrets".into());
+            add("Secret", n, "imagePullSecrets".into(), Use::PullSecret);
         }
     }
     out.sort();
@@ -383,6 +457,46 @@ mod tests {
         let bare = dependencies(&json!({"spec": {"containers": []}}), "ns");
         assert_eq!(bare.len(), 1);
         assert_eq!(bare[0].name, "default");
+    }
+
+    #[test]
+    fn each_dependency_is_used_as_the_kubelet_uses_it() {
+        let t = json!({"spec": {
+            "serviceAccountName": "op",
+            "imagePullSecrets": [{"name": "pull"}, {"name": "both"}],
+            "volumes": [
+                {"name": "a", "configMap": {"name": "cm-vol"}},
+                {"name": "b", "secret": {"secretName": "both"}},
+                {"name": "c", "projected": {"sources": [{"configMap": {"name": "cm-env"}}]}}
+            ],
+            "containers": [{"name": "main",
+                "env": [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "cm-env", "key": "x"}}}]}]
+        }});
+        let uses: Vec<(String, Use, String)> = dependencies(&t, "ns")
+            .into_iter()
+            .map(|d| (d.name, d.used, d.via))
+            .collect();
+        assert_eq!(
+            uses,
+            [
+                ("cm-env".into(), Use::Env, "env X of container main".into()),
+                ("cm-vol".into(), Use::Volume, "volume a".into()),
+                ("both".into(), Use::Volume, "volume b".into()),
+                ("pull".into(), Use::PullSecret, "imagePullSecrets".into()),
+                ("op".into(), Use::Account, "serviceAccountName".into()),
+            ]
+        );
+        assert!(Use::Volume.blocks_start() && Use::Env.blocks_start());
+        assert!(Use::Account.blocks_start() && !Use::PullSecret.blocks_start());
+    }
+
+    #[test]
+    fn min_ready_seconds_delay_availability() {
+        assert_eq!(min_ready(&json!({"spec": {}})), Duration::ZERO);
+        assert_eq!(
+            min_ready(&json!({"spec": {"minReadySeconds": 12}})),
+            Duration::from_secs(12)
+        );
     }
 
     #[test]

@@ -8,15 +8,25 @@
 //     while another holder's lease is still valid;
 //   - while it leads, writes its ClusterOperator's status: Available=True, Progressing=False,
 //     Degraded=False and the version it was given (RELEASE_VERSION) as `operator`;
-//   - on SIGTERM releases the lease (holder emptied, as client-go's ReleaseOnCancel) and exits 0;
+//   - uses what its pod was given, as an operator reads its configuration: every round (every
+//     third of the lease duration) it reads each file of STANDIN_REQUIRE_FILES (a mounted
+//     ConfigMap or Secret) and checks that each variable of STANDIN_REQUIRE_ENV is set;
+//   - on SIGTERM releases the lease (holder emptied, as client-go's ReleaseOnCancel), keeps
+//     running for STANDIN_TERMINATION_DELAY seconds (a terminating pod finishing its work:
+//     it still reads its files every round, and sends no request), and exits 0 with
+//     "ok: ..." (how often and until when it checked its files) as its termination message;
 //   - when a request is denied (401 or 403) logs the request and the server's message, writes
-//     it to /dev/termination-log (the pod's status shows it) and exits 3.
+//     it to /dev/termination-log (the pod's status shows it) and exits 3;
+//   - when a file it reads is gone or a variable unset, writes "missing: ..." to
+//     /dev/termination-log and exits 4.
 //
 // Environment: STANDIN_CLUSTEROPERATOR (required), RELEASE_VERSION (required), STANDIN_LEASE
 // (default: the ClusterOperator's name + "-lock"), STANDIN_LEASE_DURATION (seconds, default 3),
-// POD_NAME (the holder identity, default the host name), STANDIN_SA_DIR (default
-// /var/run/secrets/kubernetes.io/serviceaccount). Arguments are ignored, so a payload's
-// Deployment keeps its own. Logs go to stderr, one line per event.
+// STANDIN_REQUIRE_FILES and STANDIN_REQUIRE_ENV (comma-separated, default none),
+// STANDIN_TERMINATION_DELAY (seconds, default 0), POD_NAME (the holder identity, default the
+// host name), STANDIN_SA_DIR (default /var/run/secrets/kubernetes.io/serviceaccount).
+// Arguments are ignored, so a payload's Deployment keeps its own. Logs go to stderr, one line
+// per event.
 package main
 
 import (
@@ -135,6 +145,10 @@ func (c *client) do(ctx context.Context, verb, path string, body any) (int, []by
 
 type standin struct {
 	c         *client
+	files     []string
+	env       []string
+	checks    int
+	lastCheck time.Time
 	namespace string
 	operator  string
 	version   string
@@ -348,6 +362,52 @@ func errOr(err error, what string, code int) error {
 	return fmt.Errorf("%s: unexpected status %d", what, code)
 }
 
+// check reads every required file and checks every required variable; anything missing ends
+// the process with exit code 4 and "missing: ..." as its termination message.
+func (s *standin) check() {
+	for _, f := range s.files {
+		if _, err := os.ReadFile(f); err != nil {
+			missing("file %s: %v", f, err)
+		}
+	}
+	for _, v := range s.env {
+		if os.Getenv(v) == "" {
+			missing("env %s is not set", v)
+		}
+	}
+	s.checks++
+	s.lastCheck = time.Now().UTC()
+}
+
+func missing(format string, args ...any) {
+	msg := "missing: " + fmt.Sprintf(format, args...)
+	logf("%s", msg)
+	_ = os.WriteFile("/dev/termination-log", []byte(msg+"\n"), 0o644)
+	os.Exit(4)
+}
+
+// done exits 0 after a last check, saying in the termination message what was checked.
+func (s *standin) done() {
+	s.check()
+	msg := fmt.Sprintf("ok: %d checks of %d files and %d variables, the last at %s (unix %d.%06d)",
+		s.checks, len(s.files), len(s.env), s.lastCheck.Format(time.RFC3339Nano),
+		s.lastCheck.Unix(), s.lastCheck.Nanosecond()/1000)
+	logf("%s", msg)
+	_ = os.WriteFile("/dev/termination-log", []byte(msg+"\n"), 0o644)
+	os.Exit(0)
+}
+
+// list splits a comma-separated variable, without empty items.
+func list(name string) []string {
+	var out []string
+	for _, item := range strings.Split(os.Getenv(name), ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 // denied logs a denial, leaves it in the termination message and exits 3.
 func denied(d *deniedError) {
 	logf("%v", d)
@@ -366,6 +426,10 @@ func main() {
 	if err != nil || secs < 1 {
 		fail("STANDIN_LEASE_DURATION must be a positive number of seconds")
 	}
+	linger, err := strconv.Atoi(envOr("STANDIN_TERMINATION_DELAY", "0"))
+	if err != nil || linger < 0 {
+		fail("STANDIN_TERMINATION_DELAY must be a number of seconds")
+	}
 	ns, err := os.ReadFile(saDir + "/namespace")
 	if err != nil {
 		fail("reading the pod's namespace: %v", err)
@@ -379,9 +443,11 @@ func main() {
 		c: c, namespace: strings.TrimSpace(string(ns)), operator: operator, version: version,
 		lease: envOr("STANDIN_LEASE", operator+"-lock"), identity: envOr("POD_NAME", host),
 		duration: time.Duration(secs) * time.Second,
+		files:    list("STANDIN_REQUIRE_FILES"), env: list("STANDIN_REQUIRE_ENV"),
 	}
-	logf("starting: %s reports clusteroperator %s at %s, lease %s/%s (%ds)",
-		s.identity, operator, version, s.namespace, s.lease, secs)
+	logf("starting: %s reports clusteroperator %s at %s, lease %s/%s (%ds), reads %v, needs env %v",
+		s.identity, operator, version, s.namespace, s.lease, secs, s.files, s.env)
+	s.check()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -404,7 +470,19 @@ func main() {
 					logf("releasing the lease: %v", err)
 				}
 			}
-			os.Exit(0)
+			if linger > 0 {
+				logf("terminating in %ds, reading my files meanwhile", linger)
+				end := time.After(time.Duration(linger) * time.Second)
+				for waiting := true; waiting; {
+					select {
+					case <-end:
+						waiting = false
+					case <-tick.C:
+						s.check()
+					}
+				}
+			}
+			s.done()
 		case <-tick.C:
 		}
 	}
@@ -413,6 +491,7 @@ func main() {
 // step is one round: the lease, then (while leading) the ClusterOperator. A denial ends the
 // process; other errors are logged and retried on the next round.
 func step(ctx context.Context, s *standin) {
+	s.check()
 	var d *deniedError
 	leading, err := s.tryLease(ctx)
 	if errors.As(err, &d) {

@@ -1,13 +1,22 @@
 //! The manifest documents of the harm-shape payloads, as YAML text.
 
+use serde_json::json;
+
 use super::super::apply::{INCLUDE, config_map};
-use super::{DELETE, PLACEHOLDER, RBAC_API};
+use super::{DELETE, PLACEHOLDER, RBAC_API, Standin};
 
 /// The pods of a Deployment: their account and what they mount or load.
+#[derive(Default)]
 pub(super) struct Pod<'a> {
     pub(super) account: &'a str,
+    /// A ConfigMap mounted as a volume.
     pub(super) config_map: Option<&'a str>,
+    /// A Secret the container's environment comes from (`envFrom`).
     pub(super) secret: Option<&'a str>,
+    /// A ConfigMap one environment variable comes from (`valueFrom.configMapKeyRef`).
+    pub(super) env_config: Option<&'a str>,
+    /// The Deployment's `minReadySeconds`: how long an old pod outlives its replacement.
+    pub(super) min_ready: Option<u32>,
 }
 
 /// One manifest document: `apiVersion`, `kind`, metadata (namespace when given, the include
@@ -128,37 +137,90 @@ pub(super) fn secret(ns: &str, name: &str, delete: bool) -> String {
     )
 }
 
-/// The operator's Deployment (one replica; `strategy` a YAML `type` value, or the default).
-pub(super) fn deployment(ns: &str, name: &str, pod: &Pod, strategy: Option<&str>) -> String {
-    let strategy = strategy.map_or_else(String::new, |s| format!("  strategy:\n    type: {s}\n"));
-    let mut container = format!(
-        "      - name: operator\n        image: registry.example.invalid/{ns}:{PLACEHOLDER}\n        env:\n        - name: RELEASE_VERSION\n          value: \"{PLACEHOLDER}\"\n"
-    );
-    let mut volumes = String::new();
+/// Where the pods of a Deployment find the ConfigMap they mount (its data key `key`).
+pub(super) const MOUNTED_FILE: &str = "/etc/operator/key";
+
+/// The operator's Deployment (one replica; `strategy` a `type` value, or the default). With
+/// `standin`, its container is the stand-in operator, made to use what the pod uses: it reads
+/// the mounted file and checks its environment every second, and reports ClusterOperator
+/// `ns` as itself while it leads.
+pub(super) fn deployment(
+    ns: &str,
+    name: &str,
+    pod: &Pod,
+    strategy: Option<&str>,
+    standin: Option<&Standin>,
+) -> String {
+    let mut env = vec![json!({"name": "RELEASE_VERSION", "value": PLACEHOLDER})];
+    let mut container = json!({
+        "name": "operator",
+        "image": format!("registry.example.invalid/{ns}:{PLACEHOLDER}"),
+    });
+    let mut spec = json!({"serviceAccountName": pod.account});
+    let (mut files, mut needed_env) = (Vec::new(), Vec::new());
     if let Some(secret) = pod.secret {
-        container.push_str(&format!(
-            "        envFrom:\n        - secretRef:\n            name: {secret}\n"
-        ));
+        container["envFrom"] = json!([{"secretRef": {"name": secret}}]);
+        needed_env.push("token");
+    }
+    if let Some(cm) = pod.env_config {
+        env.push(
+            json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": cm, "key": "key"}}}),
+        );
+        needed_env.push("MODE");
     }
     if let Some(cm) = pod.config_map {
-        container.push_str(
-            "        volumeMounts:\n        - name: config\n          mountPath: /etc/operator\n",
-        );
-        volumes = format!(
-            "      volumes:\n      - name: config\n        configMap:\n          name: {cm}\n"
-        );
+        container["volumeMounts"] = json!([{"name": "config", "mountPath": "/etc/operator"}]);
+        spec["volumes"] = json!([{"name": "config", "configMap": {"name": cm}}]);
+        files.push(MOUNTED_FILE);
     }
-    object(
-        "apps/v1",
-        "Deployment",
-        Some(ns),
-        name,
-        false,
-        &format!(
-            "spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n{strategy}  template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      serviceAccountName: {}\n      containers:\n{container}{volumes}",
-            pod.account
-        ),
-    )
+    if let Some(s) = standin {
+        container["image"] = json!(s.image);
+        container["imagePullPolicy"] = json!("IfNotPresent");
+        let plain = |n: &str, v: String| json!({"name": n, "value": v});
+        // Empty values are left out: the API server drops them, and the simulator would not
+        // find the payload's template in the live Deployment.
+        for (n, v) in [
+            ("STANDIN_CLUSTEROPERATOR", ns.to_string()),
+            ("STANDIN_LEASE_DURATION", "3".into()),
+            ("STANDIN_REQUIRE_FILES", files.join(",")),
+            ("STANDIN_REQUIRE_ENV", needed_env.join(",")),
+            ("STANDIN_TERMINATION_DELAY", s.linger.to_string()),
+        ] {
+            if !v.is_empty() && v != "0" {
+                env.push(plain(n, v));
+            }
+        }
+        env.push(
+            json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        );
+        if let Some((host, port)) = s.api.as_deref().and_then(|a| a.rsplit_once(':')) {
+            spec["hostNetwork"] = json!(true);
+            env.extend([
+                plain("KUBERNETES_SERVICE_HOST", host.into()),
+                plain("KUBERNETES_SERVICE_PORT", port.into()),
+            ]);
+        }
+        spec["terminationGracePeriodSeconds"] = json!(s.linger + 5);
+    }
+    container["env"] = json!(env);
+    spec["containers"] = json!([container]);
+    let mut deployment = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "annotations": {INCLUDE: "true"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    });
+    if let Some(s) = strategy {
+        deployment["spec"]["strategy"] = json!({"type": s});
+    }
+    if let Some(n) = pod.min_ready {
+        deployment["spec"]["minReadySeconds"] = json!(n);
+    }
+    serde_json::to_string_pretty(&deployment).expect("JSON") + "\n"
 }
 
 /// The ClusterRole `<id>-leases` with the lease verbs `verbs`.

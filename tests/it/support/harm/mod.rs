@@ -1,7 +1,7 @@
-//! Payload triples for the shapes in which an update harms the pods that still run: an OLD
-//! payload (4.13.0), a HARMFUL NEW payload (4.14.0) that takes something from the old pods
-//! before their workload is updated and its ClusterOperator reports, and a FIXED NEW payload
-//! that takes the same thing only after the ClusterOperator wait.
+//! Payload triples for the shapes in which an update takes something from the pods that still
+//! run: an OLD payload (4.13.0), a HARMFUL NEW payload (4.14.0) that takes it before the
+//! workload is updated and its ClusterOperator reports, and a FIXED NEW payload that takes the
+//! same thing only after the ClusterOperator wait (or no longer takes what NEW's pods use).
 //!
 //! Each triple is one operator, component `ID` (a name the caller makes unique, e.g. with
 //! [`crate::support::unique_name`], so tests run in parallel on one shared plane): Namespace
@@ -10,7 +10,7 @@
 //! ClusterRole `leases`, RoleBinding `leases`), a configuration ConfigMap `settings`,
 //! Deployment `ID/ID-operator` with a `RELEASE_VERSION` env, and ClusterOperator `ID` waiting
 //! for `operator=0.0.1-snapshot`. Shapes add what they take away (a mounted ConfigMap, a
-//! Secret).
+//! Secret the environment comes from, a ConfigMap one variable comes from).
 //!
 //! In updating mode the ClusterOperator manifest (run-level 50, after the Deployment) is a wait;
 //! a harmful change sits at run-level 40, before the Deployment's update; the fixed one at
@@ -18,19 +18,22 @@
 //! from the new pods too, NEW moves the Deployment to a new ServiceAccount `ID/operator-v2` (with
 //! its own bindings, applied before the Deployment), as a real operator that retires an account
 //! does.
+//!
+//! What the harmful twin does to the pods follows the kubelet's rules ([`Fixture::harms`]): a
+//! right or the ServiceAccount taken from a running pod harms it; a ConfigMap or Secret only the
+//! old pods use, deleted while they run, does not (they keep it) — it leaves a danger window;
+//! one NEW's pods still need harms them, since they cannot start.
+//!
+//! With a [`Standin`], the Deployment runs the stand-in operator image (`hack/tools/standin`) on
+//! a cluster with a kubelet, made to use what the shape takes away: its lease and status
+//! rights, its mounted file, its environment.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
-use super::apply::{cluster_operator, config_map, namespace, write_payload};
-
 mod manifests;
+mod payloads;
 
-use manifests::{
-    LEASE_VERBS, LEASE_VERBS_NARROW, Pod, deployment, lease_cluster_role, role, role_binding,
-    secret, service_account, settings, status_rbac,
-};
+use payloads::{cleanup_files, new_files, old_files, payload, rollout_files};
 
 /// The version of every OLD payload.
 pub const OLD_VERSION: &str = "4.13.0";
@@ -55,11 +58,27 @@ pub enum Shape {
     /// ClusterRole `ID-leases` (granted to the old pods) narrowed before the Deployment update:
     /// leases lose `create`, `update`, `patch` and `delete`.
     ClusterRoleNarrowed,
-    /// ConfigMap `config`, mounted as a volume by the old pods, deleted before the update.
+    /// ConfigMap `config`, mounted as a volume by the old pods only (NEW's mount `config-v2`),
+    /// deleted before the update. The old pods keep their files: no harm, a danger window.
+    /// NEW's Deployment has `minReadySeconds: 5`, so that a real old pod runs on for a while
+    /// after the delete.
     ConfigMapDeleted,
-    /// Secret `credentials`, the old pods' `envFrom` source, deleted before the update.
+    /// Secret `credentials`, the old pods' `envFrom` source only, deleted before the update.
+    /// The old pods keep their environment: no harm, a danger window.
     SecretDeleted,
-    /// ServiceAccount `operator`, the old pods' account, deleted before the update.
+    /// ConfigMap `config`, mounted by the old pods and by NEW's, deleted before the update
+    /// (fixed: NEW mounts `config-v2` and `config` goes after the wait). The new pod cannot
+    /// start: `started-without`.
+    ConfigMapStillMounted,
+    /// ConfigMap `env-config`, the source of the old and new pods' `MODE` variable
+    /// (`valueFrom.configMapKeyRef`), deleted before the update (fixed: NEW takes it from
+    /// `env-config-v2` and `env-config` goes after the wait). The new pod's container cannot
+    /// be created: `started-without`.
+    EnvStillReferenced,
+    /// ServiceAccount `operator`, the old pods' account, deleted before the update. NEW's
+    /// Deployment has `minReadySeconds: 12`: the old pods run on for 12 s after their
+    /// replacement is ready, longer than the API server caches a token's authentication
+    /// (10 s), so a real pod's token is rejected too.
     ServiceAccountDeleted,
     /// The Deployment moves to ServiceAccount `operator-v2`, whose RoleBinding to the lease Role
     /// comes one run-level after the Deployment (fixed: before it). The ClusterOperator wait
@@ -70,12 +89,14 @@ pub enum Shape {
 
 impl Shape {
     /// Every shape.
-    pub const ALL: [Shape; 7] = [
+    pub const ALL: [Shape; 9] = [
         Shape::RoleBindingDeleted,
         Shape::RoleDeleted,
         Shape::ClusterRoleNarrowed,
         Shape::ConfigMapDeleted,
         Shape::SecretDeleted,
+        Shape::ConfigMapStillMounted,
+        Shape::EnvStillReferenced,
         Shape::ServiceAccountDeleted,
         Shape::BindingAfterNewAccount,
     ];
@@ -88,10 +109,36 @@ impl Shape {
             Shape::ClusterRoleNarrowed => "narrowed",
             Shape::ConfigMapDeleted => "configmap",
             Shape::SecretDeleted => "secret",
+            Shape::ConfigMapStillMounted => "configmap-in-use",
+            Shape::EnvStillReferenced => "env",
             Shape::ServiceAccountDeleted => "account",
             Shape::BindingAfterNewAccount => "late-binding",
         }
     }
+
+    /// Whether the harmful twin takes from the pods what a pod that has to start needs: the
+    /// new pods are the harmed ones.
+    fn new_pods_harmed(self) -> bool {
+        matches!(
+            self,
+            Shape::BindingAfterNewAccount
+                | Shape::ConfigMapStillMounted
+                | Shape::EnvStillReferenced
+        )
+    }
+}
+
+/// How the pods of a shape run on a cluster with a kubelet: the stand-in operator image.
+#[derive(Debug, Clone)]
+pub struct Standin {
+    /// The stand-in operator image.
+    pub image: String,
+    /// `HOST:PORT` of the API server for pods on the host network (a cluster without a service
+    /// proxy, the plane with a node); `None`: the pods use the `kubernetes` Service.
+    pub api: Option<String>,
+    /// Seconds a stopped pod keeps running (still checking its files) after it released its
+    /// lease, as a terminating pod does.
+    pub linger: u32,
 }
 
 /// The three payloads of one shape and the names a test checks.
@@ -116,9 +163,12 @@ pub struct Fixture {
     /// The harmed pods' ServiceAccount as `ns/name`: the old pods' one, except for
     /// [`Shape::BindingAfterNewAccount`], where the new pods start without a right.
     pub harmed_account: String,
-    /// The harmed pod, `<workload>#<generation>`: generation 1 (the old pods), or 2 for
-    /// [`Shape::BindingAfterNewAccount`].
+    /// The harmed pod, `<workload>#<generation>`: generation 1 (the old pods), or 2 where the
+    /// new pods start without a right or an object they need.
     pub harmed_pod: String,
+    /// Whether the harmful twin harms a pod (by the kubelet's rules), or only leaves a danger
+    /// window: the old pods keep a ConfigMap or Secret only they used.
+    pub harms: bool,
     /// The kind of the object the harmful payload deletes, narrows or applies too late.
     pub cause_kind: &'static str,
     /// Its name (without namespace).
@@ -148,86 +198,20 @@ impl Fixture {
     }
 }
 
-/// Writes a payload at `dir` with `version` (and `previous` in its release-metadata).
-fn payload(dir: &Path, version: &str, previous: Option<&str>, files: Vec<(String, String)>) {
-    write_payload(dir, version, &files);
-    let previous: Vec<&str> = previous.into_iter().collect();
-    std::fs::write(
-        dir.join("release-manifests/release-metadata"),
-        json!({"kind": "cincinnati-metadata-v0", "version": version, "previous": previous, "metadata": {}})
-            .to_string(),
-    )
-    .expect("write release-metadata");
-}
-
-/// Builder for the files of one payload: `0000_<level>_<ID>_<nn>_<what>.yaml`.
-struct Files<'a> {
-    id: &'a str,
-    files: Vec<(String, String)>,
-}
-
-impl<'a> Files<'a> {
-    fn new(id: &'a str) -> Self {
-        Files {
-            id,
-            files: Vec::new(),
-        }
-    }
-
-    fn add(&mut self, level: u32, nn: &str, what: &str, text: String) -> &mut Self {
-        self.files.push((
-            format!("0000_{level:02}_{}_{nn}_{what}.yaml", self.id),
-            text,
-        ));
-        self
-    }
-
-    /// The ServiceAccounts `accounts` at 50 and the status rights for `status` (which may name
-    /// accounts the payload no longer creates).
-    fn accounts(&mut self, accounts: &[&str], status: &[&str]) -> &mut Self {
-        let id = self.id;
-        let docs: Vec<String> = accounts
-            .iter()
-            .map(|a| service_account(id, a, false))
-            .collect();
-        self.add(50, "01", "serviceaccount", docs.join("---\n"))
-            .add(50, "02", "status-rbac", status_rbac(id, status))
-    }
-
-    /// The lease RBAC documents at 50.
-    fn rbac(&mut self, docs: &[String]) -> &mut Self {
-        self.add(50, "02", "rbac", docs.join("---\n"))
-    }
-
-    /// The Deployment of `pod` and the ClusterOperator, at 50.
-    fn operator(&mut self, pod: &Pod) -> &mut Self {
-        let (ns, id) = (self.id, self.id);
-        self.add(
-            50,
-            "04",
-            "deployment",
-            deployment(ns, &format!("{id}-operator"), pod, None),
-        )
-        .add(
-            50,
-            "06",
-            "clusteroperator",
-            cluster_operator(id, PLACEHOLDER),
-        )
-    }
-}
-
-/// Run-level of the harmful change (before the Deployment update at 50).
-const EARLY: u32 = 40;
-/// Run-level of the fixed change (after the ClusterOperator wait at 50).
-const LATE: u32 = 60;
-
 /// Writes the three payloads of `shape` under `dir` (`old/`, `harmful/`, `fixed/`), for an
 /// operator named `id` (a DNS label of at most 40 characters without `_`).
 ///
 /// # Panics
 /// If the files cannot be written.
 pub fn write(shape: Shape, dir: &Path, id: &str) -> Fixture {
+    write_with(shape, dir, id, None)
+}
+
+/// [`write`], the Deployment running the stand-in operator when `standin` is given.
+///
+/// # Panics
+/// If the files cannot be written.
+pub fn write_with(shape: Shape, dir: &Path, id: &str, standin: Option<&Standin>) -> Fixture {
     assert!(
         !id.contains('_') && id.len() <= 40,
         "bad operator id {id:?}"
@@ -249,26 +233,23 @@ pub fn write(shape: Shape, dir: &Path, id: &str) -> Fixture {
                 OLD_SA
             }
         ),
-        harmed_pod: format!(
-            "{workload}#{}",
-            if shape == Shape::BindingAfterNewAccount {
-                2
-            } else {
-                1
-            }
-        ),
+        harmed_pod: format!("{workload}#{}", if shape.new_pods_harmed() { 2 } else { 1 }),
+        harms: !matches!(shape, Shape::ConfigMapDeleted | Shape::SecretDeleted),
         cause_kind: match shape {
             Shape::RoleBindingDeleted | Shape::BindingAfterNewAccount => "RoleBinding",
             Shape::RoleDeleted => "Role",
             Shape::ClusterRoleNarrowed => "ClusterRole",
-            Shape::ConfigMapDeleted => "ConfigMap",
+            Shape::ConfigMapDeleted | Shape::ConfigMapStillMounted | Shape::EnvStillReferenced => {
+                "ConfigMap"
+            }
             Shape::SecretDeleted => "Secret",
             Shape::ServiceAccountDeleted => "ServiceAccount",
         },
         cause_name: match shape {
             Shape::RoleBindingDeleted | Shape::RoleDeleted => "leases".to_string(),
             Shape::ClusterRoleNarrowed => format!("{id}-leases"),
-            Shape::ConfigMapDeleted => "config".to_string(),
+            Shape::ConfigMapDeleted | Shape::ConfigMapStillMounted => "config".to_string(),
+            Shape::EnvStillReferenced => "env-config".to_string(),
             Shape::SecretDeleted => "credentials".to_string(),
             Shape::ServiceAccountDeleted => OLD_SA.to_string(),
             Shape::BindingAfterNewAccount => "leases-v2".to_string(),
@@ -277,166 +258,29 @@ pub fn write(shape: Shape, dir: &Path, id: &str) -> Fixture {
             Shape::ClusterRoleNarrowed | Shape::BindingAfterNewAccount => {
                 "rights-lost-before-rollout"
             }
+            Shape::ConfigMapStillMounted | Shape::EnvStillReferenced => "deleted-but-used",
             _ => "delete-before-last-user",
         },
     };
-    payload(&fixture.old, OLD_VERSION, None, old_files(shape, id));
+    payload(
+        &fixture.old,
+        OLD_VERSION,
+        None,
+        old_files(shape, id, standin),
+    );
     payload(
         &fixture.harmful,
         NEW_VERSION,
         Some(OLD_VERSION),
-        new_files(shape, id, true),
+        new_files(shape, id, true, standin),
     );
     payload(
         &fixture.fixed,
         NEW_VERSION,
         Some(OLD_VERSION),
-        new_files(shape, id, false),
+        new_files(shape, id, false, standin),
     );
     fixture
-}
-
-fn old_files(shape: Shape, id: &str) -> Vec<(String, String)> {
-    let ns = id;
-    let mut f = Files::new(id);
-    f.add(50, "00", "namespace", namespace(ns))
-        .accounts(&[OLD_SA], &[OLD_SA]);
-    if shape == Shape::ClusterRoleNarrowed {
-        let role = format!("{id}-leases");
-        f.rbac(&[
-            lease_cluster_role(id, LEASE_VERBS),
-            role_binding(ns, "leases", "ClusterRole", &role, &[OLD_SA], false),
-        ]);
-    } else {
-        f.rbac(&[
-            role(ns, "leases", false),
-            role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-        ]);
-    }
-    f.add(50, "03", "settings", settings(ns, "old"));
-    let mut pod = Pod {
-        account: OLD_SA,
-        config_map: None,
-        secret: None,
-    };
-    match shape {
-        Shape::ConfigMapDeleted => {
-            f.add(50, "03", "config", config_map(ns, "config", "old", &[]));
-            pod.config_map = Some("config");
-        }
-        Shape::SecretDeleted => {
-            f.add(50, "03", "secret", secret(ns, "credentials", false));
-            pod.secret = Some("credentials");
-        }
-        _ => {}
-    }
-    f.operator(&pod);
-    f.files
-}
-
-fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
-    let ns = id;
-    let level = if harmful { EARLY } else { LATE };
-    let both = [OLD_SA, NEW_SA];
-    let mut f = Files::new(id);
-    f.add(50, "00", "namespace", namespace(ns))
-        .add(50, "03", "settings", settings(ns, "new"));
-    let mut pod = Pod {
-        account: NEW_SA,
-        config_map: None,
-        secret: None,
-    };
-    match shape {
-        Shape::RoleBindingDeleted => {
-            f.accounts(&both, &both)
-                .rbac(&[
-                    role(ns, "leases", false),
-                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
-                ])
-                .add(
-                    level,
-                    "90",
-                    "deletion",
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
-                );
-        }
-        Shape::RoleDeleted => {
-            f.accounts(&both, &both)
-                .rbac(&[
-                    role(ns, "leases-v2", false),
-                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false),
-                ])
-                .add(level, "90", "deletion", role(ns, "leases", true))
-                .add(
-                    LATE,
-                    "91",
-                    "deletion",
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], true),
-                );
-        }
-        Shape::ClusterRoleNarrowed => {
-            let role_name = format!("{id}-leases");
-            f.accounts(&both, &both)
-                .rbac(&[
-                    role_binding(ns, "leases", "ClusterRole", &role_name, &[OLD_SA], false),
-                    role(ns, "leases-v2", false),
-                    role_binding(ns, "leases-v2", "Role", "leases-v2", &[NEW_SA], false),
-                ])
-                .add(
-                    level,
-                    "02",
-                    "narrowed-rbac",
-                    lease_cluster_role(id, LEASE_VERBS_NARROW),
-                );
-        }
-        Shape::ConfigMapDeleted | Shape::SecretDeleted => {
-            pod.account = OLD_SA;
-            f.accounts(&[OLD_SA], &[OLD_SA]).rbac(&[
-                role(ns, "leases", false),
-                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-            ]);
-            if shape == Shape::ConfigMapDeleted {
-                pod.config_map = Some("config-v2");
-                f.add(50, "03", "config", config_map(ns, "config-v2", "new", &[]))
-                    .add(
-                        level,
-                        "90",
-                        "deletion",
-                        config_map(ns, "config", "old", &[(DELETE, "true")]),
-                    );
-            } else {
-                pod.secret = Some("credentials-v2");
-                f.add(50, "03", "secret", secret(ns, "credentials-v2", false))
-                    .add(level, "90", "deletion", secret(ns, "credentials", true));
-            }
-        }
-        Shape::ServiceAccountDeleted => {
-            f.accounts(&[NEW_SA], &both)
-                .rbac(&[
-                    role(ns, "leases", false),
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
-                ])
-                .add(level, "90", "deletion", service_account(ns, OLD_SA, true));
-        }
-        Shape::BindingAfterNewAccount => {
-            // Harmful: the binding one run-level after the Deployment; fixed: just before it.
-            let (binding_level, nn) = if harmful { (55, "02") } else { (50, "03") };
-            f.accounts(&both, &both)
-                .rbac(&[
-                    role(ns, "leases", false),
-                    role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-                ])
-                .add(
-                    binding_level,
-                    nn,
-                    "rbac-v2",
-                    role_binding(ns, "leases-v2", "Role", "leases", &[NEW_SA], false),
-                );
-        }
-    }
-    f.operator(&pod);
-    f.files
 }
 
 /// Writes an OLD and a NEW payload (`old/`, `new/` under `dir`) of one operator `id` that
@@ -446,38 +290,31 @@ fn new_files(shape: Shape, id: &str, harmful: bool) -> Vec<(String, String)> {
 /// # Panics
 /// If the files cannot be written.
 pub fn write_rollout(dir: &Path, id: &str, strategy: &str) -> (PathBuf, PathBuf) {
-    let ns = id;
-    let pod = Pod {
-        account: OLD_SA,
-        config_map: None,
-        secret: None,
-    };
-    let files = |strategy: Option<&str>| {
-        let mut f = Files::new(id);
-        f.add(50, "00", "namespace", namespace(ns))
-            .accounts(&[OLD_SA], &[OLD_SA])
-            .rbac(&[
-                role(ns, "leases", false),
-                role_binding(ns, "leases", "Role", "leases", &[OLD_SA], false),
-            ])
-            .add(50, "03", "settings", settings(ns, "same"))
-            .add(
-                50,
-                "04",
-                "deployment",
-                deployment(ns, &format!("{id}-operator"), &pod, strategy),
-            )
-            .add(
-                50,
-                "06",
-                "clusteroperator",
-                cluster_operator(id, PLACEHOLDER),
-            );
-        f.files
-    };
+    let [old_files, new_files] = rollout_files(id, strategy);
     let old = dir.join("old");
     let new = dir.join("new");
-    payload(&old, OLD_VERSION, None, files(Some("RollingUpdate")));
-    payload(&new, NEW_VERSION, Some(OLD_VERSION), files(Some(strategy)));
+    payload(&old, OLD_VERSION, None, old_files);
+    payload(&new, NEW_VERSION, Some(OLD_VERSION), new_files);
+    (old, new)
+}
+
+/// Writes OLD and NEW (`old/`, `new/` under `dir`) of the clean-up OpenShift payloads do at
+/// run-level 90: operator `id`'s old pods mount ConfigMap `config`, NEW's pods mount
+/// `config-v2`, and NEW deletes `config` at run-level 90, after ClusterOperator `id` reported
+/// the new version — while an old pod may still be terminating. A correct order: it harms
+/// nobody (the `live-pods-keep-access` false positive of issue 32). Returns (OLD, NEW).
+///
+/// # Panics
+/// If the files cannot be written.
+pub fn write_cleanup_after_report(
+    dir: &Path,
+    id: &str,
+    standin: Option<&Standin>,
+) -> (PathBuf, PathBuf) {
+    let [old_files, new_files] = cleanup_files(id, standin);
+    let old = dir.join("old");
+    let new = dir.join("new");
+    payload(&old, OLD_VERSION, None, old_files);
+    payload(&new, NEW_VERSION, Some(OLD_VERSION), new_files);
     (old, new)
 }

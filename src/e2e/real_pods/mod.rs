@@ -3,16 +3,36 @@
 //! what they suffered through the same observer as the pod simulator, so the harness names
 //! the cause ([`super::harm::attribute`]) and runs `live-pods-keep-access` alike.
 //!
-//! A harm is a container of a payload workload's pod that ended with a denial: a non-zero
-//! exit whose termination message says the API server refused a request (`denied:`, as the
-//! stand-in operator of `hack/tools/standin` writes it, or `forbidden`/`Unauthorized`). It is
-//! reported as `refused`, once per pod and message, as the ServiceAccount the pod runs as.
-//! Other restarts are counted, not judged. Pods that exist when the watch starts belong to an
+//! Harm, once per pod and message, as the ServiceAccount the pod runs as (`signals.rs` reads
+//! them):
+//!
+//! - `refused`: a container of a payload workload's pod ended with a denial: a non-zero exit
+//!   whose termination message says the API server refused a request (`denied:`, as the
+//!   stand-in operator of `hack/tools/standin` writes it, or `forbidden`/`Unauthorized`);
+//! - `dependency-missing`: a container ended because a file or variable it reads was gone
+//!   (the stand-in's `missing:`);
+//! - `started-without`: a pod could not start because a ConfigMap, Secret or ServiceAccount it
+//!   needs was deleted during the run (the kubelet's `FailedMount` or
+//!   `CreateContainerConfigError`, the ReplicaSet's `FailedCreate`). One that was never seen
+//!   is not harm: the kubelet waits for it, as during an install.
+//!
+//! `starts.rs` follows what pods need and which pods cannot start. Other restarts are counted,
+//! not judged. Pods that exist when the watch starts belong to an
 //! earlier run and are ignored.
+//!
+//! **The kubelet's sync.** A kubelet sets up a running pod's ConfigMap and Secret volumes
+//! again when it syncs the pod, about once a minute: that is when it would find a deleted
+//! object (it keeps the files). So that the verdict does not depend on whether a sync fell
+//! within the run, when such an object is deleted the harness annotates the running pods
+//! that mount it (`minicvo.openshift.io/resync`), which makes the kubelet sync them at once;
+//! the refused set-ups that follow (`FailedMount` of a pod that ran) are counted in the note.
 //!
 //! The Leases in the same namespaces are watched too: their leaderless times
 //! (`lease_gaps.rs`) are reported as the simulator reports its own, for the workload of the
 //! pod that held the lease before the gap.
+
+mod signals;
+mod starts;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,7 +40,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret, ServiceAccount};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
@@ -31,6 +51,8 @@ use crate::manifest::ObjectId;
 use crate::simulate::pods::lease::now_us;
 use crate::simulate::pods::{HarmKind, Identity, LeaseGap, PodHarm};
 use crate::simulate::{SimEvent, SimEventKind, SimObserver};
+use signals::{core, is_denial, is_missing, missing_object, not_found, ran, workload_of};
+use starts::{Blocked, objects};
 
 /// What the watch saw, when it stops.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -41,6 +63,13 @@ pub struct RealPodSummary {
     pub restarts: u32,
     /// Denials reported as harm.
     pub denials: usize,
+    /// Containers that ended for want of a file or variable (harm).
+    pub missing: usize,
+    /// Pods that could not start without a deleted object (harm).
+    pub started_without: usize,
+    /// Set-ups of a deleted ConfigMap or Secret the kubelet refused for a pod that ran: it
+    /// kept the files (no harm).
+    pub kept_volumes: usize,
     /// Leaderless times of the Leases the workloads' pods held.
     pub lease_gaps: Vec<LeaseGap>,
 }
@@ -49,6 +78,9 @@ pub struct RealPodSummary {
 enum Watched {
     Pod(Box<watcher::Event<Pod>>),
     Lease(Box<watcher::Event<Lease>>),
+    Event(Box<watcher::Event<Event>>),
+    /// A ConfigMap, Secret or ServiceAccount seen or deleted.
+    Object(watcher::Event<ObjectId>),
 }
 
 fn lease_value(l: &Lease) -> serde_json::Value {
@@ -93,9 +125,20 @@ impl RealPods {
                     .map(|r| r.map(|e| Watched::Lease(Box::new(e))))
                     .boxed(),
             );
+            let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+            streams.push(
+                watcher(events, watcher::Config::default())
+                    .default_backoff()
+                    .map(|r| r.map(|e| Watched::Event(Box::new(e))))
+                    .boxed(),
+            );
+            streams.push(objects::<ConfigMap>(&client, &ns));
+            streams.push(objects::<Secret>(&client, &ns));
+            streams.push(objects::<ServiceAccount>(&client, &ns));
         }
         let mut all = futures::stream::select_all(streams);
         let mut state = State {
+            client,
             wanted,
             earlier: HashSet::new(),
             owners: HashMap::new(),
@@ -104,6 +147,11 @@ impl RealPods {
             leases: LeaseGaps::default(),
             summary: RealPodSummary::default(),
             observer,
+            pods: HashMap::new(),
+            ran: HashSet::new(),
+            present: HashSet::new(),
+            deleted: HashSet::new(),
+            pending: Vec::new(),
         };
         // Until every stream has listed, its pods are an earlier run's and its leases the
         // state the run starts from.
@@ -119,6 +167,19 @@ impl RealPods {
                 },
                 Some(Ok(Watched::Lease(e))) => match *e {
                     watcher::Event::InitApply(l) => state.leases.baseline(&lease_value(&l)),
+                    watcher::Event::InitDone => listing -= 1,
+                    _ => {}
+                },
+                // Events of an earlier run are not this run's.
+                Some(Ok(Watched::Event(e))) => {
+                    if let watcher::Event::InitDone = *e {
+                        listing -= 1;
+                    }
+                }
+                Some(Ok(Watched::Object(e))) => match e {
+                    watcher::Event::InitApply(id) => {
+                        state.present.insert(id);
+                    }
                     watcher::Event::InitDone => listing -= 1,
                     _ => {}
                 },
@@ -144,6 +205,18 @@ impl RealPods {
                                 state.leases.observe(&lease_value(&l));
                             }
                         }
+                        Some(Ok(Watched::Event(e))) => {
+                            if let watcher::Event::Apply(ev) = *e {
+                                state.event(&ev);
+                            }
+                        }
+                        Some(Ok(Watched::Object(e))) => match e {
+                            watcher::Event::Apply(id) | watcher::Event::InitApply(id) => {
+                                state.object(id, true);
+                            }
+                            watcher::Event::Delete(id) => state.object(id, false),
+                            _ => {}
+                        },
                         Some(Err(e)) => tracing::warn!("real pods: watch failed, retrying: {e}"),
                         None => break,
                     },
@@ -169,6 +242,7 @@ fn key(p: &Pod) -> (String, String) {
 }
 
 struct State {
+    client: kube::Client,
     wanted: HashSet<ObjectId>,
     earlier: HashSet<(String, String)>,
     /// The workload of every pod of this run (lease holders name their pod): a gap after an
@@ -180,6 +254,16 @@ struct State {
     leases: LeaseGaps,
     summary: RealPodSummary,
     observer: Arc<dyn SimObserver>,
+    /// The pods of this run as last seen.
+    pods: HashMap<(String, String), Pod>,
+    /// Pods of this run a container of which ran.
+    ran: HashSet<(String, String)>,
+    /// ConfigMaps, Secrets and ServiceAccounts of the namespaces that exist.
+    present: HashSet<ObjectId>,
+    /// Those that existed during the run and were deleted (and are not back).
+    deleted: HashSet<ObjectId>,
+    /// Pods that could not start for want of an object not (yet) seen deleted.
+    pending: Vec<Blocked>,
 }
 
 impl State {
@@ -216,6 +300,14 @@ impl State {
         self.summary
     }
 
+    fn harm(&self, harm: PodHarm) {
+        self.observer.on_sim_event(&SimEvent {
+            at: std::time::SystemTime::now(),
+            instant: tokio::time::Instant::now(),
+            kind: SimEventKind::Harm(harm),
+        });
+    }
+
     fn pod(&mut self, p: &Pod) {
         let k = key(p);
         if self.earlier.contains(&k) {
@@ -224,6 +316,10 @@ impl State {
         let Some(workload) = self.owner(p) else {
             return;
         };
+        self.pods.insert(k.clone(), p.clone());
+        if ran(p) {
+            self.ran.insert(k.clone());
+        }
         let statuses: Vec<_> = p
             .status
             .iter()
@@ -239,15 +335,27 @@ impl State {
             Some(b) if restarts > b => self.summary.restarts += restarts - b,
             Some(_) => {}
         }
-        let identity = Identity {
-            namespace: k.0.clone(),
-            name: p
-                .spec
-                .as_ref()
-                .and_then(|s| s.service_account_name.clone())
-                .unwrap_or_else(|| "default".to_string()),
-        };
+        let identity = identity_of(p);
         for c in &statuses {
+            // A container that cannot be created: its environment names a deleted object.
+            if let Some(w) = c.state.as_ref().and_then(|s| s.waiting.as_ref())
+                && w.reason.as_deref() == Some("CreateContainerConfigError")
+                && let Some((kind, name)) = not_found(w.message.as_deref().unwrap_or_default())
+            {
+                let object = core(kind, &k.0, &name);
+                let what = format!(
+                    "{object} was deleted: the kubelet cannot create container {}                      (CreateContainerConfigError: {})",
+                    c.name,
+                    w.message.as_deref().unwrap_or_default()
+                );
+                self.blocked(Blocked {
+                    workload: workload.clone(),
+                    pod: k.1.clone(),
+                    identity: identity.clone(),
+                    object,
+                    what,
+                });
+            }
             let ended = [c.state.as_ref(), c.last_state.as_ref()];
             for t in ended
                 .into_iter()
@@ -255,16 +363,25 @@ impl State {
                 .filter_map(|s| s.terminated.as_ref())
             {
                 let message = t.message.as_deref().unwrap_or_default().trim();
-                if t.exit_code == 0 || !is_denial(message) {
+                let (kind, object) = if is_denial(message) {
+                    (HarmKind::Refused, None)
+                } else if is_missing(message) {
+                    (HarmKind::DependencyMissing, missing_object(p, message))
+                } else {
                     continue;
-                }
-                if !self
-                    .reported
-                    .insert((k.0.clone(), k.1.clone(), message.to_string()))
+                };
+                if t.exit_code == 0
+                    || !self
+                        .reported
+                        .insert((k.0.clone(), k.1.clone(), message.to_string()))
                 {
                     continue;
                 }
-                self.summary.denials += 1;
+                if kind == HarmKind::Refused {
+                    self.summary.denials += 1;
+                } else {
+                    self.summary.missing += 1;
+                }
                 tracing::warn!(
                     "real pod {}/{} ({identity}): container {} exited {}: {message}",
                     k.0,
@@ -272,87 +389,27 @@ impl State {
                     c.name,
                     t.exit_code
                 );
-                self.observer.on_sim_event(&SimEvent {
-                    at: std::time::SystemTime::now(),
-                    instant: tokio::time::Instant::now(),
-                    kind: SimEventKind::Harm(PodHarm {
-                        workload: workload.clone(),
-                        pod: k.1.clone(),
-                        identity: identity.clone(),
-                        kind: HarmKind::Refused,
-                        what: message.to_string(),
-                        object: None,
-                    }),
+                self.harm(PodHarm {
+                    workload: workload.clone(),
+                    pod: k.1.clone(),
+                    identity: identity.clone(),
+                    kind,
+                    what: message.to_string(),
+                    object,
                 });
             }
         }
     }
 }
 
-/// A termination message that reports a refused request.
-fn is_denial(message: &str) -> bool {
-    message.starts_with("denied:")
-        || message.contains(" is forbidden: ")
-        || message.contains("Unauthorized")
-}
-
-/// The Deployment (through its ReplicaSet, named `<deployment>-<hash>`) or DaemonSet that owns
-/// `p`.
-fn workload_of(p: &Pod) -> Option<ObjectId> {
-    let owner = p
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true))?;
-    let (kind, name) = match owner.kind.as_str() {
-        "ReplicaSet" => ("Deployment", owner.name.rsplit_once('-')?.0.to_string()),
-        "DaemonSet" => ("DaemonSet", owner.name.clone()),
-        _ => return None,
-    };
-    Some(ObjectId {
-        group: "apps".to_string(),
-        kind: kind.to_string(),
-        namespace: p.metadata.namespace.clone(),
-        name,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(owner_kind: &str, owner: &str) -> Pod {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "ns", "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": owner_kind, "name": owner, "uid": "u", "controller": true}]}
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn a_pod_belongs_to_the_deployment_of_its_replicaset_or_to_its_daemonset() {
-        let d = workload_of(&pod("ReplicaSet", "machine-config-operator-6f6bdd76c9")).unwrap();
-        assert_eq!(
-            (d.kind.as_str(), d.name.as_str()),
-            ("Deployment", "machine-config-operator")
-        );
-        let ds = workload_of(&pod("DaemonSet", "node-agent")).unwrap();
-        assert_eq!(
-            (ds.kind.as_str(), ds.name.as_str()),
-            ("DaemonSet", "node-agent")
-        );
-        assert!(workload_of(&pod("Job", "j")).is_none());
-    }
-
-    #[test]
-    fn denials_are_the_refusals_of_the_api_server() {
-        assert!(is_denial("denied: GET /apis/x: 403: leases is forbidden"));
-        assert!(is_denial(
-            r#"leases.coordination.k8s.io "x" is forbidden: User "u" cannot get"#
-        ));
-        assert!(is_denial("Unauthorized"));
-        assert!(!is_denial("panic: nil pointer"));
-        assert!(!is_denial(""));
+/// The ServiceAccount `p` runs as.
+fn identity_of(p: &Pod) -> Identity {
+    Identity {
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        name: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_else(|| "default".to_string()),
     }
 }

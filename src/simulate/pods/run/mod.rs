@@ -1,5 +1,8 @@
 //! The pod loop: follow the workloads and what their pods need, run each generation's life,
-//! and act as each live pod.
+//! and act as each live pod. What a deleted dependency does is [`dependencies`]'.
+
+mod dependencies;
+mod stop;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use super::elector::{Elector, Tick};
 use super::follow::{self, Item, Watched, id_of};
 use super::generation::{Generation, Pods, State, may_lease};
 use super::identity::{Identity, Rights};
-use super::workload::{self, Dependency, Rollout};
+use super::workload::{self, Dependency, Rollout, Use};
 use super::{HarmKind, LeaseGap, PodBoard, PodHarm, PodOptions, PodSummary, RBAC_SETTLE};
 use crate::cluster::list_watch::CollectionEvent;
 use crate::cluster::request::RequestError;
@@ -40,6 +43,7 @@ pub(super) fn spawn(
         interesting: workloads.into_iter().collect(),
         pods: HashMap::new(),
         present: HashSet::new(),
+        deleted: HashSet::new(),
         rbac_due: None,
         summary: PodSummary::default(),
     };
@@ -55,6 +59,10 @@ struct Loop {
     pods: HashMap<ObjectId, Pods>,
     /// ConfigMaps, Secrets and ServiceAccounts that exist.
     present: HashSet<ObjectId>,
+    /// Those that existed during the run and were deleted (and are not back): a pod that needs
+    /// one cannot start. One never seen is not here: a kubelet waits for it, and outside the
+    /// payload something else may create it.
+    deleted: HashSet<ObjectId>,
     rbac_due: Option<Instant>,
     summary: PodSummary,
 }
@@ -98,7 +106,7 @@ impl Loop {
             }
             next = self.step(Instant::now()).await;
         }
-        // Graceful stop: every pod ends, leaders release their leases.
+        // Graceful stop: every pod ends at once, leaders release their leases.
         let ids: Vec<ObjectId> = self.pods.keys().cloned().collect();
         for id in ids {
             if let Some(p) = self.pods.get_mut(&id) {
@@ -106,7 +114,14 @@ impl Loop {
                     g.state = State::Stopping;
                 }
             }
-            self.stop_marked(&id).await;
+            self.stop_marked(&id, false).await;
+        }
+        // Danger windows still open at the end.
+        for p in self.pods.values_mut() {
+            for d in std::mem::take(&mut p.dangers) {
+                let w = p.window(d, None);
+                self.summary.danger_windows.push(w);
+            }
         }
         // Gaps still open at the end: nobody led again before the run ended.
         for p in self.pods.values_mut() {
@@ -170,27 +185,6 @@ impl Loop {
         }
     }
 
-    fn dependency_present(&mut self, id: ObjectId) {
-        for p in self.pods.values_mut() {
-            p.dependency_present(&id);
-        }
-        self.present.insert(id);
-    }
-
-    fn dependency_gone(&mut self, id: &ObjectId) {
-        if !self.present.remove(id) {
-            return;
-        }
-        let harms: Vec<PodHarm> = self
-            .pods
-            .values_mut()
-            .flat_map(|p| p.dependency_gone(id))
-            .collect();
-        for h in harms {
-            self.harm(h);
-        }
-    }
-
     fn workload(&mut self, kind: &str, live: &Value) {
         let id = id_of(kind, live);
         if !self.interesting.contains(&id) {
@@ -212,6 +206,7 @@ impl Loop {
             last_rules: None,
             gap: None,
             live: Value::Null,
+            dangers: Vec::new(),
         });
         p.rollout = workload::rollout(kind, live);
         p.live = live.clone();
@@ -220,10 +215,14 @@ impl Loop {
         }
         p.hash = Some(hash);
         p.count += 1;
+        // No pod of the old template starts again.
+        let closed = p.close_dangers(
+            None,
+            Instant::now(),
+            &format!("{id} moved to a new template"),
+        );
         if p.rollout == Rollout::StopFirst {
-            for g in &mut p.generations {
-                g.state = State::Stopping;
-            }
+            p.generations.iter_mut().for_each(Generation::stop);
         }
         let now = Instant::now();
         p.generations.push(Generation {
@@ -241,64 +240,18 @@ impl Loop {
             reported: HashSet::new(),
             elects: false,
             elector: Elector::new(now),
+            blocked: false,
+            ran: false,
         });
+        self.windows_closed(closed);
     }
 
     fn workload_gone(&mut self, id: &ObjectId) {
         if let Some(p) = self.pods.get_mut(id) {
             p.hash = None;
-            for g in &mut p.generations {
-                g.state = State::Stopping;
-            }
-        }
-    }
-
-    /// Stops the generations marked `Stopping`: leaders release their lease (a refusal there
-    /// was already counted when renewing failed).
-    async fn stop_marked(&mut self, id: &ObjectId) {
-        let Some(p) = self.pods.get_mut(id) else {
-            return;
-        };
-        let (stopping, kept): (Vec<Generation>, Vec<Generation>) =
-            std::mem::take(&mut p.generations)
-                .into_iter()
-                .partition(|g| g.state == State::Stopping);
-        p.generations = kept;
-        if stopping.is_empty() {
-            return;
-        }
-        // A released lease is free at once: the candidates try now.
-        let now = Instant::now();
-        for g in &mut p.generations {
-            if g.elects {
-                g.elector.next = g.elector.next.min(now);
-            }
-        }
-        let workload = p.id.clone();
-        for g in stopping {
-            if let Err(e) = g
-                .elector
-                .release(&self.client, &g.identity, &workload)
-                .await
-            {
-                // The lease stays with a pod that is gone until it expires.
-                if let Some(p) = self.pods.get_mut(&workload)
-                    && p.gap.is_none()
-                {
-                    p.gap = Some((g.pod.clone(), Instant::now()));
-                }
-                if forbidden(&e) {
-                    let what = format!(
-                        "update leases.coordination.k8s.io {}/{} (releasing it on stop)",
-                        workload.namespace.as_deref().unwrap_or_default(),
-                        workload.name
-                    );
-                    self.harm(g.harm(&workload, HarmKind::Refused, what, None));
-                }
-            }
-            if g.state != State::Starting {
-                self.pod_event(&workload, &g.pod, format!("pod {} stopped", g.pod));
-            }
+            p.generations.iter_mut().for_each(Generation::stop);
+            let closed = p.close_dangers(None, Instant::now(), &format!("{id} was deleted"));
+            self.windows_closed(closed);
         }
     }
 
@@ -317,7 +270,7 @@ impl Loop {
             self.review_rights().await;
         }
         for id in &ids {
-            self.stop_marked(id).await;
+            self.stop_marked(id, true).await;
             self.start_due(id, now).await;
             self.available_due(id, now).await;
             self.leases_due(id, now).await;
@@ -336,10 +289,13 @@ impl Loop {
         for p in self.pods.values() {
             for g in &p.generations {
                 match g.state {
+                    // A blocked pod waits for its object: the watch that sees it wakes the loop.
+                    State::Starting if g.blocked => {}
                     State::Starting => due(g.due),
                     State::Running if !self.options.follow_rollout => due(g.due),
                     State::Running => {}
                     State::Stopping => due(now),
+                    State::Terminating => due(g.due),
                     State::Available => {}
                 }
                 if g.live() && g.elects {
@@ -352,8 +308,13 @@ impl Loop {
 
     async fn start_due(&mut self, id: &ObjectId, now: Instant) {
         let Some(p) = self.pods.get(id) else { return };
-        // A generation waits while an older one is stopping (Recreate).
-        if p.generations.iter().any(|g| g.state == State::Stopping) {
+        // A generation waits while an older one is stopping, and under Recreate until the old
+        // pods have terminated.
+        let recreate = p.rollout == Rollout::StopFirst;
+        if p.generations
+            .iter()
+            .any(|g| g.state == State::Stopping || (recreate && g.state == State::Terminating))
+        {
             return;
         }
         let due: Vec<usize> = p
@@ -364,6 +325,9 @@ impl Loop {
             .map(|(i, _)| i)
             .collect();
         for i in due {
+            if self.blocked(id, i) {
+                continue;
+            }
             let identity = self.pods[id].generations[i].identity.clone();
             let rights = match identity.rights(&self.client).await {
                 Ok(r) => Some(r),
@@ -378,12 +342,22 @@ impl Loop {
                 .map(Dependency::id)
                 .filter(|d| self.present.contains(d))
                 .collect();
+            // Started without a pull secret: it runs, but its template is in danger.
+            let unsafe_pull: Vec<ObjectId> = self.pods[id].generations[i]
+                .deps
+                .iter()
+                .filter(|d| d.used == Use::PullSecret)
+                .map(Dependency::id)
+                .filter(|d| self.deleted.contains(d))
+                .collect();
             let p = self.pods.get_mut(id).expect("known workload");
             let timing = p.timing;
+            let min_ready = workload::min_ready(&p.live);
             let previous = p.last_rules.clone();
             let g = &mut p.generations[i];
             g.state = State::Running;
-            g.due = now + timing.ready;
+            g.ran = true;
+            g.due = now + timing.ready + min_ready;
             g.seen = seen;
             g.elects = rights
                 .as_ref()
@@ -397,6 +371,9 @@ impl Loop {
             }
             self.summary.pods_started += 1;
             self.pod_event(id, &pod, started);
+            for d in &unsafe_pull {
+                self.open_dangers(d);
+            }
             if let (Some((before, old)), Some(new)) = (previous, rights) {
                 let missing = lost(&old.rules, &new.rules);
                 if !missing.is_empty() {
@@ -432,14 +409,12 @@ impl Loop {
         if let Some(n) = newest_available
             && n + 1 == p.generations.len()
         {
-            for g in &mut p.generations[..n] {
-                g.state = State::Stopping;
-            }
+            p.generations[..n].iter_mut().for_each(Generation::stop);
         }
         for pod in events {
             self.pod_event(id, &pod, format!("pod {pod} available"));
         }
-        self.stop_marked(id).await;
+        self.stop_marked(id, true).await;
     }
 
     async fn leases_due(&mut self, id: &ObjectId, now: Instant) {
