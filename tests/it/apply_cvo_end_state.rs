@@ -272,6 +272,21 @@ fn run(args: &[&str], payload: &Path, kubeconfig: &Path) -> (i32, String, String
     )
 }
 
+/// FeatureGate `cluster` (create-only in the payloads) is as the bootstrap made it: no
+/// annotations, no owner reference.
+async fn assert_feature_gate_untouched(client: &Client) {
+    let gates = api(
+        client,
+        "config.openshift.io",
+        "v1",
+        "FeatureGate",
+        "featuregates",
+    );
+    let fg = get(&gates, "cluster").await.unwrap();
+    assert!(fg["metadata"].get("annotations").is_none(), "{fg:#}");
+    assert!(fg["metadata"].get("ownerReferences").is_none(), "{fg:#}");
+}
+
 fn controller_owner(cv_uid: &str) -> Value {
     json!([{"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
         "name": "version", "uid": cv_uid, "controller": true}])
@@ -395,20 +410,7 @@ async fn openshift_multi_as_a_release_ends_as_the_cvo_leaves_it() {
     }
 
     // The create-only FeatureGate that existed is left as it was.
-    let fg = get(
-        &api(
-            &client,
-            "config.openshift.io",
-            "v1",
-            "FeatureGate",
-            "featuregates",
-        ),
-        "cluster",
-    )
-    .await
-    .unwrap();
-    assert!(fg["metadata"].get("ownerReferences").is_none(), "{fg:#}");
-    assert!(fg["metadata"].get("annotations").is_none(), "{fg:#}");
+    assert_feature_gate_untouched(&client).await;
 
     // The typed round trips and the CVO's next pass over what it created.
     let sccs = api(
@@ -685,20 +687,7 @@ async fn rows_end_as_the_cvo_leaves_them_on_small_payloads() {
         .is_none()
     );
     // The create-only FeatureGate is left as it was.
-    let fg = get(
-        &api(
-            &client,
-            "config.openshift.io",
-            "v1",
-            "FeatureGate",
-            "featuregates",
-        ),
-        "cluster",
-    )
-    .await
-    .unwrap();
-    assert!(fg["metadata"].get("annotations").is_none(), "{fg:#}");
-    assert!(fg["metadata"].get("ownerReferences").is_none(), "{fg:#}");
+    assert_feature_gate_untouched(&client).await;
     // The Go round trip of an SCC, and the CVO's next pass over it.
     let scc = get(
         &api(
