@@ -32,11 +32,13 @@
 //!
 //! - **The CVO's write, the default** ([`ApplyStrategy::Cvo`], [`actions::cvo`]): GET, the
 //!   CVO's per-kind merge ([`crate::merge`]), UPDATE only when it changed something; a no-op
-//!   re-apply costs one GET per object. The ClusterVersion owner reference, the proxy
-//!   variables and the TLS profile come from the cluster's objects, read once before the run
-//!   and only when they exist ([`actions::cvo::read_cluster_config`]); Deployments,
-//!   DaemonSets and Jobs get no health check. A 409 re-reads and merges again at once, at
-//!   most 5 times.
+//!   re-apply costs one GET per object. The ClusterVersion owner reference comes from
+//!   ClusterVersion `version` as it is before the run; the proxy variables and the TLS
+//!   profile from Proxy and APIServer `cluster`, read again right before each object that
+//!   needs them ([`actions::cvo::read_cluster_config`]). A typed object is merged again right
+//!   after it is created and updated when that changes something (the CVO's next pass).
+//!   Deployments, DaemonSets and Jobs get no health check. A 409 re-reads and merges again
+//!   at once, at most 5 times.
 //! - **Server-side apply, the alternative** ([`ApplyStrategy::ServerSide`]): one forced
 //!   PATCH per object with our field manager; fields we stop setting are removed. Created /
 //!   configured / unchanged come from the PATCH response alone: 201 means created; otherwise a

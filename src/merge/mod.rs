@@ -9,14 +9,15 @@
 //! 1. the ClusterVersion owner reference ([`ClusterVersionRef`]), when one is given;
 //! 2. the pre-merge mutations of [`mutate`]: proxy variables into Deployments and DaemonSets,
 //!    the TLS profile into ConfigMaps. They read cluster config objects passed in through
-//!    [`ClusterConfig`]. Off OpenShift those objects are usually absent, and then the mutation
-//!    does not run: no proxy variables (as the CVO, which treats a missing Proxy as an empty
-//!    one), and **no TLS injection** (the CVO would inject the Intermediate profile for a
-//!    missing APIServer; minicvo leaves the ConfigMap as shipped);
+//!    [`ClusterConfig`]: a missing Proxy injects nothing (as the CVO, which treats it as an
+//!    empty one), a missing APIServer (given as `{}`) means the Intermediate profile, and a
+//!    cluster that does not serve the APIServer kind (`None`) gets **no TLS injection** (the
+//!    CVO always has it); then the Go round trip of the typed kinds a plain cluster serves from
+//!    a CRD ([`go_json`]);
 //! 3. create when absent, nothing when the object exists and the manifest is create-only;
 //! 4. the per-kind merge: the typed rules of [`typed_kind`] for the kinds the CVO has a typed
-//!    merge for, matched by exact group, version and kind, and the generic rule
-//!    ([`generic`]) for every other kind.
+//!    merge for, matched by exact group, version and kind (the merged object round-tripped
+//!    again), and the generic rule ([`generic`]) for every other kind.
 //!
 //! Objects are `serde_json::Value`, not k8s-openapi types: payload objects are dynamic in
 //! minicvo (custom resources, OpenShift kinds k8s-openapi does not have, fields newer than the
