@@ -766,12 +766,67 @@ async fn rows_end_as_the_cvo_leaves_them_on_small_payloads() {
         stderr.contains("feature gates SomeGate (--feature-gates)"),
         "{stderr}"
     );
-    assert!(
-        get(
-            &namespaced(&client, ns, ("", "v1", "ConfigMap", "configmaps")),
-            "gated"
-        )
+    let config_maps = namespaced(&client, ns, ("", "v1", "ConfigMap", "configmaps"));
+    assert!(get(&config_maps, "gated").await.is_some());
+
+    // The operator takes them from FeatureGate `cluster` too: its pass leaves the gated
+    // ConfigMap out.
+    config_maps
+        .delete("gated", &Default::default())
         .await
-        .is_some()
+        .unwrap();
+    let (log, completed) = operator_pass(tmp.path(), &plane.kubeconfig()).await;
+    assert!(completed, "{log}");
+    assert!(
+        log.contains(&format!(
+            "features: feature set Default (FeatureGate cluster); feature gates none enabled \
+             (FeatureGate cluster, version {VERSION})"
+        )),
+        "{log}"
     );
+    assert!(get(&config_maps, "gated").await.is_none(), "{log}");
+}
+
+/// Runs `minicvo operator` on the payloads under `payloads` until its first pass ends (at most
+/// 2 minutes); returns its log and whether the pass completed.
+async fn operator_pass(payloads: &Path, kubeconfig: &Path) -> (String, bool) {
+    use std::io::BufRead;
+    let mut child = minicvo()
+        .arg("operator")
+        .arg("--payloads")
+        .arg(payloads)
+        .args(["-v", "--release", VERSION, "--no-leader-elect", "--kubeconfig"])
+        .arg(kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("minicvo operator starts");
+    let stderr = child.stderr.take().unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = tokio::task::spawn_blocking({
+        let log = log.clone();
+        move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+                if line.contains(&format!("pass of {VERSION} ")) {
+                    return line.contains("completed");
+                }
+            }
+            false
+        }
+    });
+    let out = tokio::time::timeout(Duration::from_secs(120), reader).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = log.lock().unwrap().clone();
+    match out {
+        Ok(completed) => (log, completed.unwrap()),
+        Err(_) => (
+            format!("{log}the operator's first pass did not end within 2 minutes"),
+            false,
+        ),
+    }
 }
