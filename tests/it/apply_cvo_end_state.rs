@@ -795,7 +795,13 @@ async fn operator_pass(payloads: &Path, kubeconfig: &Path) -> (String, bool) {
         .arg("operator")
         .arg("--payloads")
         .arg(payloads)
-        .args(["-v", "--release", VERSION, "--no-leader-elect", "--kubeconfig"])
+        .args([
+            "-v",
+            "--release",
+            VERSION,
+            "--no-leader-elect",
+            "--kubeconfig",
+        ])
         .arg(kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
