@@ -16,6 +16,20 @@ def key(kind, api_version, namespace, name):
     return (f"{kind}.{group}" if group else kind, namespace or "", name)
 
 
+def lists(path):
+    """The items of the `kubectl get -o json` lists concatenated in `path`."""
+    dec = json.JSONDecoder()
+    text = open(path).read()
+    i = 0
+    while i < len(text):
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        doc, i = dec.raw_decode(text, i)
+        yield from doc.get("items", [])
+
+
 def main():
     run, dump, cvo_out, minicvo_out = sys.argv[1:5]
     index = json.load(open(os.path.join(run, "objects-index.json")))
@@ -29,21 +43,11 @@ def main():
             cvo_items.append(json.load(open(os.path.join(run, "objects", e["dump"]))))
     # A cluster-scoped manifest may carry a namespace the server ignores.
     cluster_scoped = {(w[0], w[2]) for w in wanted if w[1]}
-    minicvo_items = []
-    dec = json.JSONDecoder()
-    text = open(dump).read()
-    i = 0
-    while i < len(text):
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            break
-        doc, i = dec.raw_decode(text, i)
-        for o in doc.get("items", []):
-            m = o.get("metadata", {})
-            k = key(o.get("kind", ""), o.get("apiVersion", ""), m.get("namespace", ""), m.get("name"))
-            if k in wanted or (not k[1] and (k[0], k[2]) in cluster_scoped):
-                minicvo_items.append(o)
+    minicvo_items = [o for o in lists(dump)
+                     if (k := key(o.get("kind", ""), o.get("apiVersion", ""),
+                                  o.get("metadata", {}).get("namespace", ""),
+                                  o.get("metadata", {}).get("name"))) in wanted
+                     or (not k[1] and (k[0], k[2]) in cluster_scoped)]
     json.dump({"items": cvo_items}, open(cvo_out, "w"))
     json.dump({"items": minicvo_items}, open(minicvo_out, "w"))
     print(f"{len(wanted)} manifest objects; {len(cvo_items)} present after the CVO, "

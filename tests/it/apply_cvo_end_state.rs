@@ -287,6 +287,13 @@ async fn assert_feature_gate_untouched(client: &Client) {
     assert!(fg["metadata"].get("ownerReferences").is_none(), "{fg:#}");
 }
 
+/// The `hostPort` of the first port of the first container of Deployment `ns/name`.
+async fn first_host_port(client: &Client, ns: &str, name: &str) -> Value {
+    let deployments = namespaced(client, ns, ("apps", "v1", "Deployment", "deployments"));
+    let d = get(&deployments, name).await.unwrap();
+    d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["hostPort"].clone()
+}
+
 fn controller_owner(cv_uid: &str) -> Value {
     json!([{"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
         "name": "version", "uid": cv_uid, "controller": true}])
@@ -428,18 +435,13 @@ async fn openshift_multi_as_a_release_ends_as_the_cvo_leaves_it() {
         nested["supplementalGroups"]["ranges"],
         json!([{"max": 65534}])
     );
-    let cvo = get(
-        &namespaced(
+    assert_eq!(
+        first_host_port(
             &client,
             "openshift-cluster-version",
-            ("apps", "v1", "Deployment", "deployments"),
-        ),
-        "cluster-version-operator",
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        cvo["spec"]["template"]["spec"]["containers"][0]["ports"][0]["hostPort"],
+            "cluster-version-operator"
+        )
+        .await,
         json!(9099)
     );
 
@@ -704,16 +706,7 @@ async fn rows_end_as_the_cvo_leaves_them_on_small_payloads() {
     assert_eq!(scc["fsGroup"]["ranges"], json!([{"max": 65534}]));
     assert_eq!(scc["allowPrivilegeEscalation"], json!(true));
     // The hostPort the CVO's merge defaults for a host-network pod.
-    let d = get(
-        &namespaced(&client, ns, ("apps", "v1", "Deployment", "deployments")),
-        "host",
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["hostPort"],
-        json!(9099)
-    );
+    assert_eq!(first_host_port(&client, ns, "host").await, json!(9099));
 
     // Reconciling mode merges the operator's metadata: a lost owner reference comes back.
     operators
