@@ -125,6 +125,9 @@ pub struct ApplyOptions {
     /// and namespaces are an error, or get the stand-ins allowed here. `None` skips it, for a
     /// caller that already checked (the e2e harness checks both payloads at once).
     pub preflight: Option<StandIns>,
+    /// What the operator's checks of the release found, for the ClusterVersion status
+    /// (`history[0].verified`, `acceptedRisks`, `Upgradeable`); default: nothing checked.
+    pub checks: crate::cvo::status::ReleaseChecks,
 }
 
 impl Default for ApplyOptions {
@@ -138,6 +141,7 @@ impl Default for ApplyOptions {
             release_image: String::new(),
             capabilities: None,
             preflight: Some(StandIns::default()),
+            checks: crate::cvo::status::ReleaseChecks::default(),
         }
     }
 }
@@ -269,6 +273,7 @@ pub async fn run(
                         .capabilities
                         .clone()
                         .unwrap_or_else(crate::cvo::capabilities::CapabilityStatus::all),
+                    checks: options.checks.clone(),
                 },
             ));
             observers.push(r.clone());

@@ -316,6 +316,7 @@ pub fn apply(a: &ApplyArgs, verbose: u8, quiet: bool) -> anyhow::Result<ExitCode
                 crds: a.stub_missing_crds,
                 namespaces: a.create_missing_namespaces,
             }),
+            checks: minicvo::cvo::status::ReleaseChecks::default(),
         };
         if a.stub_missing_crds && options.runner.dry_run {
             return Err(UsageError(

@@ -90,6 +90,11 @@ pub struct OperatorArgs {
     /// Create namespaces the payload uses but creates nowhere (as `apply`).
     #[arg(long)]
     pub create_missing_namespaces: bool,
+    /// Longest time to read the signatures of a release image that spec.desiredUpdate.image
+    /// names (the CVO's: 2m, half its retrieval bound); a store that does not answer in time
+    /// leaves the image unverified.
+    #[arg(long, default_value = "2m", value_parser = parse_duration, value_name = "DURATION")]
+    pub verify_timeout: Duration,
 }
 
 fn own_release(a: &OperatorArgs, index: &PayloadIndex) -> Result<String, UsageError> {
@@ -209,6 +214,7 @@ pub fn operator(a: &OperatorArgs) -> anyhow::Result<ExitCode> {
             retry_period: a.retry_period,
         }),
         namespace: a.namespace.clone(),
+        verify_timeout: a.verify_timeout,
     };
     if a.renew_deadline >= a.lease_duration {
         return Err(

@@ -37,6 +37,28 @@ pub struct Release {
     pub architecture: String,
 }
 
+/// A risk of a minor or major update, behind ClusterVersion's `Upgradeable` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Risk {
+    /// The CVO's risk name, e.g. `ClusterOperatorUpgradeable-network`.
+    pub name: String,
+    /// For people.
+    pub message: String,
+}
+
+/// What the operator's checks of a release found, written with the run's status.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReleaseChecks {
+    /// The release image's signature was verified (`history[0].verified`).
+    pub verified: bool,
+    /// `history[0].acceptedRisks`: `None` leaves it as it is (a release the checks do not
+    /// run for, as the CVO's local payload); `Some("")` clears it.
+    pub accepted_risks: Option<String>,
+    /// Risks the run does not see itself: unmanaged overrides (`ClusterVersionOverrides`)
+    /// and ClusterOperators with `Upgradeable=False` (`ClusterOperatorUpgradeable-*`).
+    pub risks: Vec<Risk>,
+}
+
 /// The state of the run the status reports.
 #[derive(Debug, Clone)]
 pub struct StatusInput {
@@ -66,6 +88,8 @@ pub struct StatusInput {
     pub verified: bool,
     /// Deletions requested and not yet seen finished, as `{kind} "{ns}/{name}"`.
     pub deletions_in_progress: Vec<String>,
+    /// What the checks of the release found, for history and `Upgradeable`.
+    pub checks: ReleaseChecks,
     /// The time to write, RFC 3339 in seconds (`2024-01-01T00:00:00Z`).
     pub now: String,
 }
@@ -187,6 +211,7 @@ pub fn cluster_version_status(previous: &Value, input: &StatusInput) -> Value {
         now,
         progressing_true,
         &input.deletions_in_progress,
+        &input.checks.risks,
     );
     out.insert("conditions".into(), Value::Array(conditions));
     Value::Object(out)
@@ -424,8 +449,15 @@ fn convert_error_to_progressing(
 }
 
 /// The Upgradeable condition: removed when nothing blocks an upgrade, else False with the
-/// CVO's risk names and messages (an update in progress, deletions in progress).
-fn upgradeable(conditions: &mut Vec<Value>, now: &str, progressing: bool, deletions: &[String]) {
+/// CVO's risk names and messages (an update in progress, overrides, deletions in progress,
+/// ClusterOperators), as [`upgradeable_condition`] words it.
+fn upgradeable(
+    conditions: &mut Vec<Value>,
+    now: &str,
+    progressing: bool,
+    deletions: &[String],
+    extra: &[Risk],
+) {
     const LEGACY: &[&str] = &[
         "UpgradeableAdminAckRequired",
         "UpgradeableDeletesInProgress",
@@ -434,40 +466,66 @@ fn upgradeable(conditions: &mut Vec<Value>, now: &str, progressing: bool, deleti
         "UpgradeableUpgradeInProgress",
     ];
     conditions.retain(|c| !LEGACY.iter().any(|l| c["type"] == *l));
-    let mut risks: Vec<(&str, String)> = Vec::new();
-    if progressing {
-        risks.push((
-            "ClusterVersionUpdating",
-            "An update is already in progress and the details are in the Progressing condition."
-                .into(),
-        ));
+    match upgradeable_condition(progressing, deletions, extra) {
+        None => conditions.retain(|c| c["type"] != "Upgradeable"),
+        Some((reason, message)) => set(conditions, now, "Upgradeable", "False", &reason, &message),
     }
+}
+
+/// The reason and message of `Upgradeable=False` for these risks in the CVO's order
+/// (`ClusterVersionUpdating`, `ClusterVersionOverrides`, `ResourceDeletionInProgress`, then
+/// `extra`'s others); `None`: nothing blocks. A single risk's name is the reason when it is a
+/// valid reason, else `RiskNameNotCompatibleWithReasonProperty`, as the CVO says it.
+#[must_use]
+pub fn upgradeable_condition(
+    progressing: bool,
+    deletions: &[String],
+    extra: &[Risk],
+) -> Option<(String, String)> {
+    let mut risks: Vec<Risk> = Vec::new();
+    if progressing {
+        risks.push(Risk {
+            name: "ClusterVersionUpdating".into(),
+            message: "An update is already in progress and the details are in the Progressing condition."
+                .into(),
+        });
+    }
+    risks.extend(extra.iter().filter(|r| r.name == "ClusterVersionOverrides").cloned());
     if !deletions.is_empty() {
         let list: BTreeSet<&str> = deletions.iter().map(String::as_str).collect();
-        risks.push((
-            "ResourceDeletionInProgress",
-            format!(
+        risks.push(Risk {
+            name: "ResourceDeletionInProgress".into(),
+            message: format!(
                 "Cluster minor or major version upgrades are not allowed while resource deletions are in progress; resources={}",
                 list.into_iter().collect::<Vec<_>>().join(",")
             ),
-        ));
+        });
     }
+    risks.extend(extra.iter().filter(|r| r.name != "ClusterVersionOverrides").cloned());
     match risks.as_slice() {
-        [] => conditions.retain(|c| c["type"] != "Upgradeable"),
-        [(name, message)] => set(conditions, now, "Upgradeable", "False", name, message),
+        [] => None,
+        [one] => {
+            // `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+            let b = one.name.as_bytes();
+            let valid = b.first().is_some_and(u8::is_ascii_alphabetic)
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || b"_,:".contains(c))
+                && b.last().is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+            let reason = if valid {
+                one.name.clone()
+            } else {
+                "RiskNameNotCompatibleWithReasonProperty".to_string()
+            };
+            Some((reason, one.message.clone()))
+        }
         many => {
-            let messages: Vec<&str> = many.iter().map(|(_, m)| m.as_str()).collect();
-            set(
-                conditions,
-                now,
-                "Upgradeable",
-                "False",
-                "MultipleReasons",
-                &format!(
+            let messages: Vec<&str> = many.iter().map(|r| r.message.as_str()).collect();
+            Some((
+                "MultipleReasons".into(),
+                format!(
                     "Cluster should not be upgraded between minor or major versions for multiple reasons:\n* {}",
                     messages.join("\n* ")
                 ),
-            );
+            ))
         }
     }
 }
@@ -538,6 +596,15 @@ fn merge_history(history: &mut Vec<Value>, input: &StatusInput) {
     }
     if input.verified {
         history[0]["verified"] = json!(true);
+    }
+    match input.checks.accepted_risks.as_deref() {
+        None => {}
+        Some("") => {
+            if let Some(o) = history[0].as_object_mut() {
+                o.remove("acceptedRisks");
+            }
+        }
+        Some(risks) => history[0]["acceptedRisks"] = json!(risks),
     }
     prune(history, 100);
 }

@@ -72,6 +72,7 @@ impl Driver {
             schedule: Schedule::new(Duration::from_secs(24 * 3600), false, None),
             leader: None,
             namespace: "openshift-cluster-version".into(),
+            verify_timeout: operator::DEFAULT_VERIFY_TIMEOUT,
         };
         let cancel = CancellationToken::new();
         let task = tokio::spawn(operator::run(

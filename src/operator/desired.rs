@@ -16,6 +16,9 @@ pub struct Desired {
     pub version: String,
     /// Release image pull spec; empty for a version-only request.
     pub image: String,
+    /// `spec.desiredUpdate.force`: accept the release even when its signature cannot be
+    /// verified or a precondition blocks it, as the CVO does.
+    pub force: bool,
     /// `spec.overrides`.
     pub overrides: Vec<Override>,
     /// The explicitly enabled capabilities; `None`: `spec.capabilities` is unset (the CVO's
@@ -54,6 +57,10 @@ pub fn from_cluster_version(
     };
     let mut version = text("/desiredUpdate/version");
     let image = text("/desiredUpdate/image");
+    let force = spec
+        .and_then(|s| s.pointer("/desiredUpdate/force"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if version.is_empty() && image.is_empty() {
         // No request: what the cluster last went to, else the operator's own release.
         version = cluster_version
@@ -76,6 +83,7 @@ pub fn from_cluster_version(
     Ok(Desired {
         version,
         image,
+        force,
         overrides,
         capabilities,
     })
@@ -157,6 +165,16 @@ impl Desired {
         f
     }
 
+    /// The same work as `other`: only `force` may differ, which matters when a release is
+    /// taken up, not for the release at hand.
+    #[must_use]
+    pub fn same_work(&self, other: &Desired) -> bool {
+        self.version == other.version
+            && self.image == other.image
+            && self.overrides == other.overrides
+            && self.capabilities == other.capabilities
+    }
+
     /// The same release as `other` (only overrides or capabilities differ).
     #[must_use]
     pub fn same_release(&self, other: &Desired) -> bool {
@@ -183,7 +201,10 @@ mod tests {
         );
         let cv = json!({"spec": {"desiredUpdate": {"version": "4.14.0"}}});
         let d = from_cluster_version(Some(&cv), "4.13.0").unwrap();
-        assert_eq!((d.version.as_str(), d.capabilities), ("4.14.0", None));
+        assert_eq!((d.version.as_str(), d.capabilities.clone(), d.force), ("4.14.0", None, false));
+        let cv = json!({"spec": {"desiredUpdate": {"version": "4.14.0", "force": true}}});
+        let forced = from_cluster_version(Some(&cv), "4.13.0").unwrap();
+        assert!(forced.force && forced != d && forced.same_work(&d));
     }
 
     #[test]

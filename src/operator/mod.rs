@@ -15,20 +15,25 @@
 //!   new desired release, then reconciling every interval; a failed pass is retried after the
 //!   backoff; a new desired release cancels the pass in flight.
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease.
+//! - `accept`: taking up a new release: [`verify`] its image's signature before the pull,
+//!   then the [`preconditions`]; refused unless `force`, what was forced is an accepted risk.
 //! - [`record`]: ReleaseAccepted and Kubernetes Events.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //!
 //! Differences from the CVO are listed in docs/operator.md.
 
+mod accept;
 pub mod desired;
 mod follow;
 pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod payloads;
+pub mod preconditions;
 pub mod record;
 pub mod schedule;
 mod sync;
+pub mod verify;
 
 use std::sync::{Arc, Mutex};
 
@@ -64,7 +69,13 @@ pub struct OperatorOptions {
     pub leader: Option<LeaderOptions>,
     /// The operator's namespace (its Lease and Events); created when missing.
     pub namespace: String,
+    /// Longest time to read the signatures of a release image ([`verify`]); the CVO's is
+    /// half its 4-minute retrieval bound.
+    pub verify_timeout: std::time::Duration,
 }
+
+/// The CVO's signature verification bound: half of its 4-minute payload retrieval timeout.
+pub const DEFAULT_VERIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// How a pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,11 +14,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::accept::{self, Refusal};
 use super::desired::{self, Desired};
 use super::payloads::{PayloadIndex, Source};
 use super::record::{self, Event};
 use super::{Hooks, OperatorOptions, PassEnd, PassRecord};
 use crate::apply::{self, ApplyEvent, ApplyObserver, Connection, EventKind};
+use crate::cvo::status::ReleaseChecks;
 use crate::cvo::{capabilities, features};
 use crate::payload::Payload;
 use crate::plan::{self, Mode};
@@ -39,12 +41,8 @@ struct Work {
     attempt: usize,
     /// When the next pass may start (`None`: now).
     next_at: Option<Instant>,
-}
-
-/// Why a desired state was refused.
-struct Refusal {
-    reason: &'static str,
-    message: String,
+    /// What the checks of the release found (verified, accepted risks).
+    checks: ReleaseChecks,
 }
 
 pub(super) struct SyncLoop {
@@ -67,7 +65,9 @@ impl SyncLoop {
         let mut work: Option<Work> = None;
         // Never reset by a success, as in the CVO.
         let mut failures = 0u32;
-        let mut refused: Option<Desired> = None;
+        // A refused desired state, and when it is tried again (the CVO retries on every
+        // ClusterVersion sync; here every interval).
+        let mut refused: Option<(Desired, Instant)> = None;
         loop {
             if cancel.is_cancelled() {
                 return;
@@ -82,14 +82,17 @@ impl SyncLoop {
                     continue;
                 }
             };
-            let differs = work.as_ref().is_none_or(|w| w.desired != wanted);
+            let differs = work.as_ref().is_none_or(|w| !w.desired.same_work(&wanted));
             if let Some(w) = work.as_ref().filter(|_| !differs)
                 && refused.take().is_some()
             {
                 // Asked for the release at hand again after a refusal.
                 self.accepted(w).await;
             }
-            if differs && refused.as_ref() != Some(&wanted) {
+            let retry = refused
+                .as_ref()
+                .is_none_or(|(d, at)| *d != wanted || Instant::now() >= *at);
+            if differs && retry {
                 match self.prepare(&wanted, cv.as_ref(), work.as_ref()).await {
                     Ok(next) => {
                         if refused.take().is_some() {
@@ -116,18 +119,19 @@ impl SyncLoop {
                     Err(r) => {
                         tracing::warn!("refused {}: {}", wanted.shown(), r.message);
                         self.refuse(&r).await;
-                        refused = Some(wanted);
+                        refused = Some((wanted, Instant::now() + self.options.schedule.interval));
                     }
                 }
             }
+            let retry_at = refused.as_ref().map(|(_, at)| *at);
             let Some(w) = work.as_mut() else {
-                self.wait(None, cancel).await;
+                self.wait(retry_at, cancel).await;
                 continue;
             };
             if let Some(t) = w.next_at
                 && Instant::now() < t
             {
-                self.wait(Some(t), cancel).await;
+                self.wait(Some(retry_at.map_or(t, |r| r.min(t))), cancel).await;
                 continue;
             }
             match self.pass(w, cancel).await {
@@ -179,6 +183,36 @@ impl SyncLoop {
         cv: Option<&Value>,
         current: Option<&Work>,
     ) -> Result<Work, Refusal> {
+        // The checks run for a new release only (cvo.md §9), not for the one running.
+        let same = current.filter(|w| w.desired.same_release(wanted));
+        let checked = same.is_none() && !accept::is_running(cv, wanted);
+        let mut checks = same.map(|w| w.checks.clone()).unwrap_or_default();
+        let (mut risks, mut warnings) = (Vec::new(), Vec::new());
+        if checked && !wanted.image.is_empty() {
+            // Verified before it is pulled, with the running release's verifier.
+            let running = match current {
+                Some(w) => w.payload.manifests.clone(),
+                None => {
+                    let own = Desired {
+                        version: self.options.release.clone(),
+                        ..Desired::default()
+                    };
+                    find_and_load(&self.index, &self.options, &own, None)
+                        .await
+                        .map(|p| p.manifests.clone())
+                        .unwrap_or_default()
+                }
+            };
+            checks.verified = accept::verify_image(
+                &self.conn.client,
+                &running,
+                wanted,
+                self.options.verify_timeout,
+                &mut risks,
+                &mut warnings,
+            )
+            .await?;
+        }
         let mut payload = find_and_load(&self.index, &self.options, wanted, None).await?;
         let explicit = self.options.explicit_features;
         if !explicit.all() {
@@ -190,6 +224,7 @@ impl SyncLoop {
                     .map_err(|e| Refusal {
                         reason: "RetrievePayload",
                         message: e.to_string(),
+                        event: None,
                     })?;
             let version = payload.version().unwrap_or_default();
             let filters = &self.options.load.filters;
@@ -203,6 +238,14 @@ impl SyncLoop {
             }
         }
         let version = payload.version().unwrap_or_default();
+        if checked {
+            let operators = accept::operators(&self.conn.client).await;
+            accept::check_preconditions(cv, &operators, wanted, &version, &mut risks, &mut warnings)?;
+            checks.accepted_risks = Some(risks.join("\n"));
+        }
+        for (reason, message) in warnings {
+            self.event(true, reason, message).await;
+        }
         // The same release with other overrides or capabilities: an update pass, unless the
         // cluster is still being installed (cvo.md §8.2 `calculateNext`).
         let mode = match current {
@@ -239,6 +282,7 @@ impl SyncLoop {
             completed: false,
             attempt: 0,
             next_at: None,
+            checks,
         })
     }
 
@@ -247,7 +291,8 @@ impl SyncLoop {
             Ok(_) => {}
             Err(e) => tracing::warn!("recording ReleaseAccepted=False: {e}"),
         }
-        self.event(true, "ReleaseRejected", r.message.clone()).await;
+        let message = r.event.clone().unwrap_or_else(|| r.message.clone());
+        self.event(true, "ReleaseRejected", message).await;
     }
 
     async fn accepted(&self, w: &Work) {
@@ -311,6 +356,10 @@ impl SyncLoop {
         options.runner.mode = mode;
         options.capabilities = Some(status);
         options.timeout = Some(self.options.schedule.pass_timeout(mode));
+        options.checks = ReleaseChecks {
+            risks: accept::risks(cv.as_ref(), &accept::operators(&self.conn.client).await),
+            ..w.checks.clone()
+        };
         if !w.desired.image.is_empty() {
             options.release_image.clone_from(&w.desired.image);
         }
@@ -339,7 +388,7 @@ impl SyncLoop {
                         continue;
                     };
                     // An image is pulled by the new work itself (a failure is refused there).
-                    if d != me
+                    if !d.same_work(&me)
                         && (!d.image.is_empty()
                             || index.lock().expect("index lock").find(&d.version).is_some())
                     {
@@ -491,6 +540,7 @@ async fn find_and_load(
             "Retrieving payload failed version=\"{}\" image=\"{}\" failure={failure}",
             wanted.version, wanted.image
         ),
+        event: None,
     };
     let source = if wanted.image.is_empty() {
         by_version(index, &wanted.version).map_err(retrieve)?
@@ -534,6 +584,7 @@ async fn find_and_load(
             "Loading payload failed version=\"{}\" image=\"{}\" failure={e}",
             wanted.version, wanted.image
         ),
+        event: None,
     })?;
     let got = payload.version().unwrap_or_default();
     if got.is_empty() || (!wanted.version.is_empty() && got != wanted.version) {
@@ -549,6 +600,7 @@ async fn find_and_load(
                     got.as_str()
                 }
             ),
+            event: None,
         });
     }
     Ok(payload)

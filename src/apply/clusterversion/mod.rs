@@ -135,6 +135,9 @@ pub struct RecorderOptions {
     pub version_hash: String,
     /// Enabled, known and implicitly enabled capabilities of the run.
     pub capabilities: CapabilityStatus,
+    /// What the operator's checks of the release found (verified, accepted risks,
+    /// Upgradeable risks).
+    pub checks: crate::cvo::status::ReleaseChecks,
 }
 
 /// The recorder: an [`ApplyObserver`] that hands progress to a background task.

@@ -99,8 +99,9 @@ fn cvo_status(
         failure,
         operator_waits,
         capabilities: o.capabilities.clone(),
-        verified: false,
+        verified: o.checks.verified,
         deletions_in_progress: Vec::new(),
+        checks: o.checks.clone(),
         now: now(),
     };
     cvo::status::cluster_version_status(current, &input)
@@ -210,6 +211,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             version_hash: "AAAAAAAAAAA=".into(),
             capabilities: cvo::capabilities::CapabilityStatus::all(),
+            checks: cvo::status::ReleaseChecks::default(),
         }
     }
 

@@ -25,6 +25,7 @@ fn input(version: &str) -> StatusInput {
         operator_waits: BTreeMap::new(),
         capabilities: CapabilityStatus::all(),
         verified: false,
+        checks: ReleaseChecks::default(),
         deletions_in_progress: Vec::new(),
         now: T0.into(),
     }

@@ -1,5 +1,7 @@
 //! `spec.desiredUpdate.image`: a release image pulled from a real local registry and applied,
-//! a missing one refused. Also the operator's `--log-format json`.
+//! a missing one refused. The running release has no verifier, so, as with the CVO, no image
+//! can be verified: refused without `force`, applied with it, the forced verification an
+//! accepted risk. Also the operator's `--log-format json`.
 
 use std::time::Duration;
 
@@ -49,17 +51,22 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     .await;
     sim.stop().await;
 
-    // An image the registry does not have: refused, nothing written.
+    // An image the registry does not have (forced past the verification, so the pull is
+    // tried): refused, nothing written.
     let before = written(&client).await;
     let missing = format!("{}/release:missing", registry.host);
     let patch = |image: &str| {
         json!({"spec": {"desiredUpdate": {"image": image, "version": ""}}}).to_string()
     };
-    patch_cv(&patch(&missing));
+    patch_cv(
+        &json!({"spec": {"desiredUpdate": {"image": missing, "version": "", "force": true}}})
+            .to_string(),
+    );
     let cv = wait_refused(&client, Duration::from_secs(60)).await;
     let (_, reason, message) = condition(&cv, "ReleaseAccepted");
     assert_eq!(reason, "RetrievePayload", "{message}");
     assert!(message.contains(&missing), "{message}");
+    assert!(!message.contains("cannot be verified"), "{message}");
     assert!(
         history_is(&cv, 0, "4.13.0", "Completed"),
         "{:#}",
@@ -71,10 +78,28 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
         "a refused image wrote objects"
     );
 
-    // The image that exists: pulled and applied.
-    let sim = simulator("new").await;
+    // The image that exists cannot be verified (no verifier in the running release): refused.
     let image = format!("{}/release:new", registry.host);
     patch_cv(&patch(&image));
+    let cv = wait_cv(&client, "the image refused", Duration::from_secs(60), |cv| {
+        let (status, _, message) = condition(cv, "ReleaseAccepted");
+        status == "False" && message.contains(&image)
+    })
+    .await;
+    assert_eq!(
+        condition(&cv, "ReleaseAccepted").2,
+        format!(
+            "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: verification is not possible"
+        )
+    );
+    assert_eq!(written(&client).await, before, "an unverified image wrote objects");
+
+    // With force: pulled and applied; the unverified image is an accepted risk.
+    let sim = simulator("new").await;
+    patch_cv(
+        &json!({"spec": {"desiredUpdate": {"image": image, "version": "", "force": true}}})
+            .to_string(),
+    );
     let cv = wait_cv(&client, "4.14.0 Completed", INSTALL_LIMIT, |cv| {
         history_is(cv, 0, "4.14.0", "Completed")
     })
@@ -98,6 +123,16 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
         "{:#}",
         cv["status"]["history"]
     );
+    let forced = format!(
+        "Target release version=\"\" image=\"{image}\" cannot be verified, but continuing anyway because the update was forced: verification is not possible"
+    );
+    let h = &cv["status"]["history"][0];
+    assert_eq!(h["verified"], false, "{h:#}");
+    assert!(
+        h["acceptedRisks"].as_str().is_some_and(|r| r.starts_with(&forced)),
+        "{h:#}"
+    );
+    super::signatures::wait_events(&client, "RetrievePayload", &forced, 1).await;
     op.signal("TERM");
     assert_eq!(
         op.exit(Duration::from_secs(10)).await,

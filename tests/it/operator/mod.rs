@@ -9,6 +9,8 @@
 
 mod images;
 mod leader;
+mod preconditions;
+mod signatures;
 mod supersede;
 mod support_op;
 

@@ -36,6 +36,7 @@ pub mod image;
 pub mod node;
 pub mod objects;
 pub mod openshift;
+pub mod signing;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
