@@ -21,6 +21,7 @@ use crate::manifest::Manifest;
 
 /// Why a desired release was refused: ReleaseAccepted's reason and message, and the Event's
 /// message when it says more (the CVO's events carry every cause).
+#[derive(Debug)]
 pub(super) struct Refusal {
     pub reason: &'static str,
     pub message: String,

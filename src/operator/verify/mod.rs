@@ -216,7 +216,7 @@ impl Verifier {
     ) -> Result<(), VerifyError> {
         check_digest(digest)?;
         let deadline = tokio::time::Instant::now() + timeout;
-        let client = reqwest::Client::new();
+        let client = store::http_client();
         let expired = |what: &str| format!("{what}: no answer within {timeout:?} (context deadline exceeded)");
         let cluster_read = async {
             let mut found = Vec::new();

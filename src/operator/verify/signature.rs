@@ -164,11 +164,11 @@ fn verified_content(
                 Ok(sig) => {
                     if let (Some(created), Some(life)) =
                         (sig.created(), sig.signature_expiration_time())
-                        && !life.is_zero()
+                        && life.as_secs() != 0
                     {
                         let expiry = SystemTime::UNIX_EPOCH
                             + Duration::from_secs(u64::from(created.as_secs()))
-                            + life;
+                            + Duration::from_secs(u64::from(life.as_secs()));
                         if now > expiry {
                             return Err(SignatureError::Expired(go_time(expiry)));
                         }

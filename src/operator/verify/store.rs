@@ -125,6 +125,13 @@ impl std::fmt::Display for Store {
     }
 }
 
+/// The HTTP client of the stores (rustls with ring, as the image pulls use).
+#[must_use]
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// The body, at most [`MAX_SIGNATURE_BYTES`] of it.
 async fn limited_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
     let mut out = Vec::new();
@@ -235,7 +242,7 @@ mod tests {
         }
         let store = Store::parse(&format!("file://{}", dir.path().display())).unwrap();
         let mut found = Vec::new();
-        store.read("sha256:ab", &reqwest::Client::new(), &mut found).await;
+        store.read("sha256:ab", &http_client(), &mut found).await;
         assert_eq!(found, vec![Ok(vec![1]), Ok(vec![2])]);
     }
 }

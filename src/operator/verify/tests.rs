@@ -62,7 +62,7 @@ fn sign(key: &SignedSecretKey, content: &str, validity: Option<(u32, Duration)>)
                     created,
                 )))
                 .unwrap(),
-                Subpacket::regular(SubpacketData::SignatureExpirationTime(life)).unwrap(),
+                Subpacket::regular(SubpacketData::SignatureExpirationTime(pgp::types::Duration::from_secs(u32::try_from(life.as_secs()).unwrap()))).unwrap(),
             ];
             b.sign_with_subpackets(
                 &key.primary_key,

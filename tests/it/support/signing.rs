@@ -71,9 +71,9 @@ pub fn sign(key: &SignedSecretKey, digest: &str, expired: bool) -> Vec<u8> {
                 created,
             )))
             .unwrap(),
-            Subpacket::regular(SubpacketData::SignatureExpirationTime(Duration::from_secs(
-                86_400,
-            )))
+            Subpacket::regular(SubpacketData::SignatureExpirationTime(
+                pgp::types::Duration::from_secs(86_400),
+            ))
             .unwrap(),
         ];
         b.sign_with_subpackets(
