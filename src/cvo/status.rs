@@ -57,6 +57,10 @@ pub struct ReleaseChecks {
     /// Risks the run does not see itself: unmanaged overrides (`ClusterVersionOverrides`)
     /// and ClusterOperators with `Upgradeable=False` (`ClusterOperatorUpgradeable-*`).
     pub risks: Vec<Risk>,
+    /// A release asked for and refused, as (reason, message) of `ReleaseAccepted=False`: the
+    /// status of the run of the current release keeps saying so, as the CVO's does, instead
+    /// of `PayloadLoaded`.
+    pub refusal: Option<(String, String)>,
 }
 
 /// The state of the run the status reports.
@@ -174,17 +178,21 @@ pub fn cluster_version_status(previous: &Value, input: &StatusInput) -> Value {
         );
     }
     let d = &input.desired;
-    set(
-        &mut conditions,
-        now,
-        "ReleaseAccepted",
-        "True",
-        "PayloadLoaded",
-        &format!(
-            "Payload loaded version=\"{}\" image=\"{}\" architecture=\"{}\"",
-            d.version, d.image, d.architecture
-        ),
-    );
+    if let Some((reason, message)) = &input.checks.refusal {
+        set(&mut conditions, now, "ReleaseAccepted", "False", reason, message);
+    } else {
+        set(
+            &mut conditions,
+            now,
+            "ReleaseAccepted",
+            "True",
+            "PayloadLoaded",
+            &format!(
+                "Payload loaded version=\"{}\" image=\"{}\" architecture=\"{}\"",
+                d.version, d.image, d.architecture
+            ),
+        );
+    }
     if input.completed {
         set(
             &mut conditions,

@@ -67,7 +67,7 @@ impl SyncLoop {
         let mut failures = 0u32;
         // A refused desired state, and when it is tried again (the CVO retries on every
         // ClusterVersion sync; here every interval).
-        let mut refused: Option<(Desired, Instant)> = None;
+        let mut refused: Option<(Desired, Instant, Refusal)> = None;
         loop {
             if cancel.is_cancelled() {
                 return;
@@ -91,7 +91,7 @@ impl SyncLoop {
             }
             let retry = refused
                 .as_ref()
-                .is_none_or(|(d, at)| *d != wanted || Instant::now() >= *at);
+                .is_none_or(|(d, at, _)| *d != wanted || Instant::now() >= *at);
             if differs && retry {
                 match self.prepare(&wanted, cv.as_ref(), work.as_ref()).await {
                     Ok(next) => {
@@ -119,11 +119,12 @@ impl SyncLoop {
                     Err(r) => {
                         tracing::warn!("refused {}: {}", wanted.shown(), r.message);
                         self.refuse(&r).await;
-                        refused = Some((wanted, Instant::now() + self.options.schedule.interval));
+                        let retry_at = Instant::now() + self.options.schedule.interval;
+                        refused = Some((wanted, retry_at, r));
                     }
                 }
             }
-            let retry_at = refused.as_ref().map(|(_, at)| *at);
+            let retry_at = refused.as_ref().map(|(_, at, _)| *at);
             let Some(w) = work.as_mut() else {
                 self.wait(retry_at, cancel).await;
                 continue;
@@ -134,7 +135,11 @@ impl SyncLoop {
                 self.wait(Some(retry_at.map_or(t, |r| r.min(t))), cancel).await;
                 continue;
             }
-            match self.pass(w, cancel).await {
+            // While a desired release stands refused, the passes of the current one say so.
+            let standing = refused
+                .as_ref()
+                .map(|(_, _, r)| (r.reason.to_string(), r.message.clone()));
+            match self.pass(w, standing, cancel).await {
                 PassEnd::Completed => {
                     w.completed = true;
                     w.attempt = 0;
@@ -328,7 +333,12 @@ impl SyncLoop {
     }
 
     /// One pass of the graph for `w`.
-    async fn pass(&mut self, w: &Work, cancel: &CancellationToken) -> PassEnd {
+    async fn pass(
+        &mut self,
+        w: &Work,
+        refusal: Option<(String, String)>,
+        cancel: &CancellationToken,
+    ) -> PassEnd {
         let mode = if w.completed {
             Mode::Reconciling
         } else {
@@ -358,6 +368,7 @@ impl SyncLoop {
         options.timeout = Some(self.options.schedule.pass_timeout(mode));
         options.checks = ReleaseChecks {
             risks: accept::risks(cv.as_ref(), &accept::operators(&self.conn.client).await),
+            refusal,
             ..w.checks.clone()
         };
         if !w.desired.image.is_empty() {

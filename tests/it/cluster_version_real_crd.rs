@@ -15,7 +15,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use minicvo::cvo::capabilities::CapabilityStatus;
 use minicvo::cvo::error::{ApiErrorClass, summarize, task_error};
 use minicvo::cvo::health::{self, OperandVersion};
-use minicvo::cvo::status::{Release, StatusInput, cluster_version_status};
+use minicvo::cvo::status::{Release, ReleaseChecks, Risk, StatusInput, cluster_version_status};
 use minicvo::cvo::version_hash::version_hash;
 use minicvo::{LoadOptions, Mode};
 use serde_json::{Value, json};
@@ -63,6 +63,7 @@ fn input(version: &str, now: &str, hash: &str) -> StatusInput {
         capabilities: CapabilityStatus::all(),
         verified: false,
         deletions_in_progress: Vec::new(),
+        checks: ReleaseChecks::default(),
         now: now.into(),
     }
 }
@@ -100,6 +101,16 @@ fn statuses(hash: &str) -> Vec<Value> {
     ]);
     u.capabilities.implicit = ["Console".to_string()].into_iter().collect();
     u.deletions_in_progress = vec!["configmap \"openshift-foo/old\"".into()];
+    // A verified update with accepted risks, held back from minor updates by an operator.
+    u.checks = ReleaseChecks {
+        verified: true,
+        accepted_risks: Some("Precondition \"ClusterVersionRecommendedUpdate\" failed because of \"NoChannel\": Configured channel is unset, so the recommended status of updating from 4.20.0 to 4.21.0 is unknown.".into()),
+        risks: vec![Risk {
+            name: "ClusterOperatorUpgradeable-network".into(),
+            message: "the network is migrating".into(),
+        }],
+        refusal: None,
+    };
     let s = cluster_version_status(&s, &u);
     out.push(s.clone());
 

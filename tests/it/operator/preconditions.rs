@@ -63,6 +63,7 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     );
 
     // The minor update is held: refused, nothing written, the cluster stays on 4.13.0.
+    super::more_passes(&op, "reconciling", 1.0).await;
     let before = written(&client).await;
     let started = Instant::now();
     patch_cv(&desired_update("4.14.0"));
