@@ -56,7 +56,8 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     let before = written(&client).await;
     let missing = format!("{}/release:missing", registry.host);
     let patch = |image: &str| {
-        json!({"spec": {"desiredUpdate": {"image": image, "version": ""}}}).to_string()
+        json!({"spec": {"desiredUpdate": {"image": image, "version": "", "force": false}}})
+            .to_string()
     };
     patch_cv(
         &json!({"spec": {"desiredUpdate": {"image": missing, "version": "", "force": true}}})
