@@ -179,7 +179,14 @@ pub fn cluster_version_status(previous: &Value, input: &StatusInput) -> Value {
     }
     let d = &input.desired;
     if let Some((reason, message)) = &input.checks.refusal {
-        set(&mut conditions, now, "ReleaseAccepted", "False", reason, message);
+        set(
+            &mut conditions,
+            now,
+            "ReleaseAccepted",
+            "False",
+            reason,
+            message,
+        );
     } else {
         set(
             &mut conditions,
@@ -494,11 +501,17 @@ pub fn upgradeable_condition(
     if progressing {
         risks.push(Risk {
             name: "ClusterVersionUpdating".into(),
-            message: "An update is already in progress and the details are in the Progressing condition."
-                .into(),
+            message:
+                "An update is already in progress and the details are in the Progressing condition."
+                    .into(),
         });
     }
-    risks.extend(extra.iter().filter(|r| r.name == "ClusterVersionOverrides").cloned());
+    risks.extend(
+        extra
+            .iter()
+            .filter(|r| r.name == "ClusterVersionOverrides")
+            .cloned(),
+    );
     if !deletions.is_empty() {
         let list: BTreeSet<&str> = deletions.iter().map(String::as_str).collect();
         risks.push(Risk {
@@ -509,15 +522,22 @@ pub fn upgradeable_condition(
             ),
         });
     }
-    risks.extend(extra.iter().filter(|r| r.name != "ClusterVersionOverrides").cloned());
+    risks.extend(
+        extra
+            .iter()
+            .filter(|r| r.name != "ClusterVersionOverrides")
+            .cloned(),
+    );
     match risks.as_slice() {
         [] => None,
         [one] => {
             // `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
             let b = one.name.as_bytes();
             let valid = b.first().is_some_and(u8::is_ascii_alphabetic)
-                && b.iter().all(|c| c.is_ascii_alphanumeric() || b"_,:".contains(c))
-                && b.last().is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || b"_,:".contains(c))
+                && b.last()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
             let reason = if valid {
                 one.name.clone()
             } else {

@@ -91,7 +91,8 @@ pub(super) async fn verify_image(
         reason: "RetrievePayload",
         message: failure(format!("The update cannot be verified: {}", e.message)),
         event: Some(failure(
-            e.detailed("The update cannot be verified: ").replace('\n', " // "),
+            e.detailed("The update cannot be verified: ")
+                .replace('\n', " // "),
         )),
     })
 }
@@ -225,15 +226,39 @@ mod tests {
         let co = json!({"metadata": {"name": "network"}, "status": {"conditions": [
             {"type": "Upgradeable", "status": "False", "reason": "Migrating", "message": "wait for the migration"}]}});
         let (mut risks, mut warnings) = (Vec::new(), Vec::new());
-        let want = Desired { version: "4.14.0".into(), ..Desired::default() };
-        let refused = check_preconditions(Some(&cv), &[co.clone()], &want, "4.14.0", &mut risks, &mut warnings)
-            .err()
-            .unwrap();
+        let want = Desired {
+            version: "4.14.0".into(),
+            ..Desired::default()
+        };
+        let refused = check_preconditions(
+            Some(&cv),
+            std::slice::from_ref(&co),
+            &want,
+            "4.14.0",
+            &mut risks,
+            &mut warnings,
+        )
+        .err()
+        .unwrap();
         assert_eq!(refused.reason, "PreconditionChecks");
         assert!(refused.message.starts_with("Preconditions failed for payload loaded version=\"4.14.0\" image=\"\": Multiple precondition checks failed:\n* Precondition \"ClusterVersionUpgradeable\" failed because of \"RiskNameNotCompatibleWithReasonProperty\": wait for the migration"), "{}", refused.message);
-        let forced = Desired { force: true, ..want };
-        check_preconditions(Some(&cv), &[co], &forced, "4.14.0", &mut risks, &mut warnings).unwrap();
-        assert!(risks[0].starts_with("Forced through blocking failures: "), "{risks:?}");
+        let forced = Desired {
+            force: true,
+            ..want
+        };
+        check_preconditions(
+            Some(&cv),
+            &[co],
+            &forced,
+            "4.14.0",
+            &mut risks,
+            &mut warnings,
+        )
+        .unwrap();
+        assert!(
+            risks[0].starts_with("Forced through blocking failures: "),
+            "{risks:?}"
+        );
         assert_eq!(warnings[0].0, "PreconditionWarn");
     }
 }

@@ -201,7 +201,10 @@ mod tests {
         );
         let cv = json!({"spec": {"desiredUpdate": {"version": "4.14.0"}}});
         let d = from_cluster_version(Some(&cv), "4.13.0").unwrap();
-        assert_eq!((d.version.as_str(), d.capabilities.clone(), d.force), ("4.14.0", None, false));
+        assert_eq!(
+            (d.version.as_str(), d.capabilities.clone(), d.force),
+            ("4.14.0", None, false)
+        );
         let cv = json!({"spec": {"desiredUpdate": {"version": "4.14.0", "force": true}}});
         let forced = from_cluster_version(Some(&cv), "4.13.0").unwrap();
         assert!(forced.force && forced != d && forced.same_work(&d));

@@ -55,14 +55,21 @@ pub fn run(cv: Option<&Value>, target: &str) -> Vec<Failure> {
     let Some(cv) = cv else {
         return Vec::new();
     };
-    [rollback(cv, target), giant_hop(cv, target), upgradeable(cv, target), recommended(cv, target)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        rollback(cv, target),
+        giant_hop(cv, target),
+        upgradeable(cv, target),
+        recommended(cv, target),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn condition<'v>(cv: &'v Value, kind: &str) -> Option<&'v Value> {
@@ -111,7 +118,11 @@ fn rollback(cv: &Value, target: &str) -> Option<Failure> {
         .into_iter()
         .flatten()
         .find(|e| text(e, "/version") != current.to_string() || text(e, "/image") != desired_image)
-        .and_then(|e| parse(text(e, "/version")).ok().map(|v| (v, text(e, "/image").to_string())));
+        .and_then(|e| {
+            parse(text(e, "/version"))
+                .ok()
+                .map(|v| (v, text(e, "/image").to_string()))
+        });
     let Some((previous, image)) = previous else {
         return Some(fail(format!(
             "{target} is less than the current target {current}, and the cluster has no previous Semantic Version"
@@ -269,8 +280,16 @@ fn recommended(cv: &Value, target: &str) -> Option<Failure> {
             warning: true,
         })
     };
-    let list = |p: &str| cv.pointer(p).and_then(Value::as_array).cloned().unwrap_or_default();
-    if list("/status/availableUpdates").iter().any(|u| u["version"] == target) {
+    let list = |p: &str| {
+        cv.pointer(p)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    if list("/status/availableUpdates")
+        .iter()
+        .any(|u| u["version"] == target)
+    {
         return None;
     }
     if let Some(cu) = list("/status/conditionalUpdates")
@@ -283,12 +302,17 @@ fn recommended(cv: &Value, target: &str) -> Option<Failure> {
         return match rec {
             None => warn(
                 "UnknownConditionType",
-                format!("Update from {current} to {target} has a status.conditionalUpdates entry, but no Recommended condition."),
+                format!(
+                    "Update from {current} to {target} has a status.conditionalUpdates entry, but no Recommended condition."
+                ),
             ),
             Some(c) if c["status"] == "True" => None,
             Some(c) if c["status"] == "False" => warn(
                 text(c, "/reason"),
-                format!("Update from {current} to {target} is not recommended:\n\n{}", text(c, "/message")),
+                format!(
+                    "Update from {current} to {target} is not recommended:\n\n{}",
+                    text(c, "/message")
+                ),
             ),
             Some(c) => warn(
                 text(c, "/reason"),
@@ -304,7 +328,9 @@ fn recommended(cv: &Value, target: &str) -> Option<Failure> {
     if text(cv, "/spec/channel").is_empty() {
         return warn(
             "NoChannel",
-            format!("Configured channel is unset, so the recommended status of updating from {current} to {target} is unknown."),
+            format!(
+                "Configured channel is unset, so the recommended status of updating from {current} to {target} is unknown."
+            ),
         );
     }
     let message = match condition(cv, "RetrievedUpdates") {
@@ -332,12 +358,20 @@ pub fn summarize(failures: &[Failure], force: bool) -> Option<Summary> {
     }
     let msgs: Vec<String> = failures
         .iter()
-        .map(|f| format!("Precondition {:?} failed because of {:?}: {}", f.name, f.reason, f.message))
+        .map(|f| {
+            format!(
+                "Precondition {:?} failed because of {:?}: {}",
+                f.name, f.reason, f.message
+            )
+        })
         .collect();
     let mut warning = failures.iter().all(|f| f.warning);
     let mut message = match msgs.as_slice() {
         [one] => one.clone(),
-        many => format!("Multiple precondition checks failed:\n* {}", many.join("\n* ")),
+        many => format!(
+            "Multiple precondition checks failed:\n* {}",
+            many.join("\n* ")
+        ),
     };
     if force && !warning {
         message = format!("Forced through blocking failures: {message}");

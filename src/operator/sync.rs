@@ -132,7 +132,8 @@ impl SyncLoop {
             if let Some(t) = w.next_at
                 && Instant::now() < t
             {
-                self.wait(Some(retry_at.map_or(t, |r| r.min(t))), cancel).await;
+                self.wait(Some(retry_at.map_or(t, |r| r.min(t))), cancel)
+                    .await;
                 continue;
             }
             // While a desired release stands refused, the passes of the current one say so.
@@ -245,7 +246,14 @@ impl SyncLoop {
         let version = payload.version().unwrap_or_default();
         if checked {
             let operators = accept::operators(&self.conn.client).await;
-            accept::check_preconditions(cv, &operators, wanted, &version, &mut risks, &mut warnings)?;
+            accept::check_preconditions(
+                cv,
+                &operators,
+                wanted,
+                &version,
+                &mut risks,
+                &mut warnings,
+            )?;
             checks.accepted_risks = Some(risks.join("\n"));
         }
         for (reason, message) in warnings {

@@ -17,7 +17,9 @@ fn cv(current: &str, conditions: Value) -> Value {
 }
 
 fn names(f: &[Failure]) -> Vec<(&str, &str, bool)> {
-    f.iter().map(|f| (f.name, f.reason.as_str(), f.warning)).collect()
+    f.iter()
+        .map(|f| (f.name, f.reason.as_str(), f.warning))
+        .collect()
 }
 
 const NO_CHANNEL: (&str, &str, bool) = ("ClusterVersionRecommendedUpdate", "NoChannel", true);
@@ -33,7 +35,11 @@ fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_through() {
     assert_eq!(
         names(&minor),
         [
-            ("ClusterVersionUpgradeable", "RiskNameNotCompatibleWithReasonProperty", false),
+            (
+                "ClusterVersionUpgradeable",
+                "RiskNameNotCompatibleWithReasonProperty",
+                false
+            ),
             NO_CHANNEL
         ]
     );
@@ -46,7 +52,12 @@ fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_through() {
     );
     // force: the block becomes a warning.
     let forced = summarize(&minor, true).unwrap();
-    assert!(!forced.blocking && forced.message.starts_with("Forced through blocking failures: "));
+    assert!(
+        !forced.blocking
+            && forced
+                .message
+                .starts_with("Forced through blocking failures: ")
+    );
     // A patch update is not held; the only failure is the warning.
     let patch = run(Some(&held), "4.14.1");
     assert_eq!(names(&patch), [NO_CHANNEL]);
@@ -67,9 +78,17 @@ fn a_rollback_only_to_the_previous_patch_release() {
         "4.14.0 is less than the current target 4.14.2, and the only supported rollback is to the cluster's previous version 4.14.1 (r:4.14.1)"
     );
     let minor = run(Some(&at("4.14.0", "4.13.0")), "4.13.0");
-    assert!(minor[0].message.ends_with("rollbacks that change major or minor versions are not recommended"));
+    assert!(
+        minor[0]
+            .message
+            .ends_with("rollbacks that change major or minor versions are not recommended")
+    );
     let fresh = json!({"status": {"desired": {"version": "4.14.0", "image": "r"}, "history": [{"version": "4.14.0", "image": "r"}]}});
-    assert!(run(Some(&fresh), "4.13.9")[0].message.ends_with("the cluster has no previous Semantic Version"));
+    assert!(
+        run(Some(&fresh), "4.13.9")[0]
+            .message
+            .ends_with("the cluster has no previous Semantic Version")
+    );
 }
 
 #[test]
@@ -85,7 +104,10 @@ fn a_giant_hop_is_refused() {
     // 4 to 5.0 is let through for now, as by the CVO.
     assert_eq!(names(&run(Some(&c), "5.0.0")), [NO_CHANNEL]);
     let bad = run(Some(&c), "not-semver");
-    assert!(bad.iter().all(|f| f.reason == "InvalidDesiredVersion" && !f.warning || f.reason == "NoChannel"));
+    assert!(
+        bad.iter()
+            .all(|f| f.reason == "InvalidDesiredVersion" && !f.warning || f.reason == "NoChannel")
+    );
 }
 
 #[test]
@@ -98,10 +120,16 @@ fn overrides_and_an_update_in_progress_make_patch_retargets_accepted_risks() {
     c["status"]["history"][0]["state"] = json!("Partial");
     let f = run(Some(&c), "4.14.1");
     assert_eq!(f[0].reason, "MinorVersionClusterUpdateInProgress");
-    assert_eq!(f[0].message, "Retarget to 4.14.1 while a minor version update from 4.13.0 to 4.14.0 is in progress");
+    assert_eq!(
+        f[0].message,
+        "Retarget to 4.14.1 while a minor version update from 4.13.0 to 4.14.0 is in progress"
+    );
     c["spec"]["overrides"] = json!([{"kind": "ConfigMap", "unmanaged": true}]);
     let f = run(Some(&c), "4.14.1");
-    assert_eq!((f[0].reason.as_str(), f[0].warning), ("ClusterVersionOverridesSet", true));
+    assert_eq!(
+        (f[0].reason.as_str(), f[0].warning),
+        ("ClusterVersionOverridesSet", true)
+    );
 }
 
 #[test]
@@ -119,7 +147,13 @@ fn a_recommended_update_is_no_warning() {
     c["status"]["conditionalUpdates"] = json!([{"release": {"version": "4.15.2"},
         "conditions": [{"type": "Recommended", "status": "False", "reason": "SomeRisk", "message": "bad"}]}]);
     let f = run(Some(&c), "4.15.2");
-    assert_eq!((f[0].reason.as_str(), f[0].message.as_str()), ("SomeRisk", "Update from 4.14.0 to 4.15.2 is not recommended:\n\nbad"));
+    assert_eq!(
+        (f[0].reason.as_str(), f[0].message.as_str()),
+        (
+            "SomeRisk",
+            "Update from 4.14.0 to 4.15.2 is not recommended:\n\nbad"
+        )
+    );
     assert!(run(None, "4.15.2").is_empty());
 }
 
@@ -130,13 +164,36 @@ fn operators_with_upgradeable_false_and_unmanaged_overrides_are_risks() {
             {"type": "Upgradeable", "status": status, "message": format!("{name} says no")}]}})
     };
     let c = json!({"spec": {"overrides": [{"unmanaged": true}]}});
-    let risks = upgradeable_risks(Some(&c), &[co("zeta", "False"), co("alpha", "False"), co("beta", "True")]);
+    let risks = upgradeable_risks(
+        Some(&c),
+        &[
+            co("zeta", "False"),
+            co("alpha", "False"),
+            co("beta", "True"),
+        ],
+    );
     let got: Vec<&str> = risks.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(got, ["ClusterVersionOverrides", "ClusterOperatorUpgradeable-alpha", "ClusterOperatorUpgradeable-zeta"]);
+    assert_eq!(
+        got,
+        [
+            "ClusterVersionOverrides",
+            "ClusterOperatorUpgradeable-alpha",
+            "ClusterOperatorUpgradeable-zeta"
+        ]
+    );
     let one = crate::cvo::status::upgradeable_condition(false, &[], &risks[1..2]).unwrap();
-    assert_eq!(one, ("RiskNameNotCompatibleWithReasonProperty".into(), "alpha says no".into()));
+    assert_eq!(
+        one,
+        (
+            "RiskNameNotCompatibleWithReasonProperty".into(),
+            "alpha says no".into()
+        )
+    );
     let (reason, message) = crate::cvo::status::upgradeable_condition(true, &[], &risks).unwrap();
     assert_eq!(reason, "MultipleReasons");
     assert!(message.starts_with("Cluster should not be upgraded between minor or major versions for multiple reasons:\n* An update is already in progress"), "{message}");
-    assert_eq!(crate::cvo::status::upgradeable_condition(false, &[], &[]), None);
+    assert_eq!(
+        crate::cvo::status::upgradeable_condition(false, &[], &[]),
+        None
+    );
 }

@@ -164,7 +164,7 @@ impl Verifier {
                 })?;
                 keyrings.insert(key.clone(), ring);
             } else if key.starts_with(STORE_PREFIX) {
-                let store = Store::parse(text).map_err(|()| ConfigError::Store {
+                let store = Store::parse(text).ok_or_else(|| ConfigError::Store {
                     source_name: source_name.clone(),
                     key: key.clone(),
                 })?;
@@ -217,7 +217,9 @@ impl Verifier {
         check_digest(digest)?;
         let deadline = tokio::time::Instant::now() + timeout;
         let client = store::http_client();
-        let expired = |what: &str| format!("{what}: no answer within {timeout:?} (context deadline exceeded)");
+        let expired = |what: &str| {
+            format!("{what}: no answer within {timeout:?} (context deadline exceeded)")
+        };
         let cluster_read = async {
             let mut found = Vec::new();
             if let Some(c) = cluster {
@@ -293,9 +295,12 @@ fn check_digest(digest: &str) -> Result<(), VerifyError> {
             && hash
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b))
-            && algo
-                .split(['.', '+', '_', '-'])
-                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+            && algo.split(['.', '+', '_', '-']).all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            })
     });
     if valid {
         Ok(())

@@ -89,14 +89,20 @@ pub const ATOMIC_TYPE: &str = "atomic container signature";
 pub fn read_keyring(data: &[u8]) -> Result<Vec<SignedPublicKey>, String> {
     let armored = SignedPublicKey::from_armor_many(data)
         .map_err(|e| e.to_string())
-        .and_then(|(keys, _)| keys.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()));
+        .and_then(|(keys, _)| {
+            keys.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())
+        });
     let keys = match armored {
         Ok(k) if !k.is_empty() => k,
         Ok(_) => return Err("no public key in it".into()),
         Err(armor) => {
             let binary = SignedPublicKey::from_bytes_many(data)
                 .map_err(|e| e.to_string())
-                .and_then(|keys| keys.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()));
+                .and_then(|keys| {
+                    keys.collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())
+                });
             match binary {
                 Ok(k) if !k.is_empty() => k,
                 Ok(_) => return Err(format!("unable to read keyring with armor ({armor})")),
@@ -214,11 +220,10 @@ fn go_time(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    k8s_openapi::jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX))
-        .map_or_else(
-            |_| format!("{secs}"),
-            |ts| ts.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string(),
-        )
+    k8s_openapi::jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX)).map_or_else(
+        |_| format!("{secs}"),
+        |ts| ts.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string(),
+    )
 }
 
 /// `verifyAtomicContainerSignature`.

@@ -42,23 +42,24 @@ pub enum Store {
 }
 
 impl Store {
-    /// Parses a `store-*` value.
-    ///
-    /// # Errors
-    /// Not a URL, or a scheme other than `file`, `http` and `https`.
-    pub fn parse(value: &str) -> Result<Store, ()> {
-        let url = reqwest::Url::parse(value.trim()).map_err(|_| ())?;
+    /// Parses a `store-*` value; `None` for what is not a URL, or a scheme other than
+    /// `file`, `http` and `https`.
+    #[must_use]
+    pub fn parse(value: &str) -> Option<Store> {
+        let url = reqwest::Url::parse(value.trim()).ok()?;
         match url.scheme() {
-            "file" => Ok(Store::File(PathBuf::from(url.path()))),
-            "http" | "https" => Ok(Store::Http(url)),
-            _ => Err(()),
+            "file" => Some(Store::File(PathBuf::from(url.path()))),
+            "http" | "https" => Some(Store::Http(url)),
+            _ => None,
         }
     }
 
     /// Reads the signatures of `digest` (`ALGO:HEX`) into `found`, until a miss.
     pub async fn read(&self, digest: &str, client: &reqwest::Client, found: &mut Vec<Found>) {
         let Some(segment) = key_prefix(digest, "=") else {
-            found.push(Err("the provided digest must be of the form ALGO:HASH".into()));
+            found.push(Err(
+                "the provided digest must be of the form ALGO:HASH".into()
+            ));
             return;
         };
         match self {
@@ -172,7 +173,12 @@ pub fn key_prefix(digest: &str, divider: &str) -> Option<String> {
 
 /// Reads the signatures of `digest` from the cluster's signature ConfigMaps into `found`
 /// (`binaryData` keys that start with `sha256-<hex>`, every ConfigMap in name order).
-pub async fn read_cluster(client: &Client, digest: &str, timeout: Duration, found: &mut Vec<Found>) {
+pub async fn read_cluster(
+    client: &Client,
+    digest: &str,
+    timeout: Duration,
+    found: &mut Vec<Found>,
+) {
     let Some(prefix) = key_prefix(digest, "-") else {
         return;
     };
@@ -186,14 +192,24 @@ pub async fn read_cluster(client: &Client, digest: &str, timeout: Duration, foun
         }
     };
     let items = match request::send(client, req, timeout).await {
-        Ok(r) => r.body.get("items").and_then(Value::as_array).cloned().unwrap_or_default(),
+        Ok(r) => r
+            .body
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
         Err(e) => {
-            found.push(Err(format!("config maps in {SIGNATURES_NAMESPACE} with label {SIGNATURES_LABEL:?}: {e}")));
+            found.push(Err(format!(
+                "config maps in {SIGNATURES_NAMESPACE} with label {SIGNATURES_LABEL:?}: {e}"
+            )));
             return;
         }
     };
     for cm in &items {
-        let name = cm.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = cm
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if let Some(data) = cm.get("binaryData").and_then(Value::as_object) {
             for (key, value) in data {
                 if !key.starts_with(&prefix) {
@@ -222,11 +238,14 @@ mod tests {
     fn stores_are_file_and_http_urls_only() {
         assert_eq!(
             Store::parse(" file:///var/sigs \n"),
-            Ok(Store::File(PathBuf::from("/var/sigs")))
+            Some(Store::File(PathBuf::from("/var/sigs")))
         );
-        assert!(matches!(Store::parse("https://mirror.example/sigs"), Ok(Store::Http(_))));
-        assert_eq!(Store::parse("ftp://x/y"), Err(()));
-        assert_eq!(Store::parse("not a url"), Err(()));
+        assert!(matches!(
+            Store::parse("https://mirror.example/sigs"),
+            Some(Store::Http(_))
+        ));
+        assert_eq!(Store::parse("ftp://x/y"), None);
+        assert_eq!(Store::parse("not a url"), None);
         assert_eq!(key_prefix("sha256:ab", "="), Some("sha256=ab".into()));
         assert_eq!(key_prefix("sha256ab", "="), None);
         assert_eq!(key_prefix("sha256:a:b", "-"), None);

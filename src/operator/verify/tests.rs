@@ -1,8 +1,7 @@
 use std::time::{Duration, SystemTime};
 
 use pgp::composed::{
-    ArmorOptions, KeyType, MessageBuilder, SecretKeyParamsBuilder, SignedSecretKey,
-    SubpacketConfig,
+    ArmorOptions, KeyType, MessageBuilder, SecretKeyParamsBuilder, SignedSecretKey, SubpacketConfig,
 };
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::packet::{Subpacket, SubpacketData};
@@ -62,7 +61,10 @@ fn sign(key: &SignedSecretKey, content: &str, validity: Option<(u32, Duration)>)
                     created,
                 )))
                 .unwrap(),
-                Subpacket::regular(SubpacketData::SignatureExpirationTime(pgp::types::Duration::from_secs(u32::try_from(life.as_secs()).unwrap()))).unwrap(),
+                Subpacket::regular(SubpacketData::SignatureExpirationTime(
+                    pgp::types::Duration::from_secs(u32::try_from(life.as_secs()).unwrap()),
+                ))
+                .unwrap(),
             ];
             b.sign_with_subpackets(
                 &key.primary_key,
@@ -86,7 +88,10 @@ fn ring(key: &SignedSecretKey) -> Vec<pgp::composed::SignedPublicKey> {
 fn a_signature_by_the_key_over_the_digest_is_good() {
     let k = key("Release <release@example.com>");
     let sig = sign(&k, &document(DIGEST), None);
-    assert_eq!(signature::check(&sig, &ring(&k), DIGEST, SystemTime::now()), Ok(()));
+    assert_eq!(
+        signature::check(&sig, &ring(&k), DIGEST, SystemTime::now()),
+        Ok(())
+    );
 }
 
 #[test]
@@ -105,20 +110,35 @@ fn every_check_of_library_go_refuses_what_it_should() {
         Err(SignatureError::Signature(m)) if m.contains("unknown entity")
     ));
     let wrong_type = document(DIGEST).replace("atomic container signature", "cosign");
-    assert_eq!(check(&sign(&k, &wrong_type, None)), Err(SignatureError::WrongType));
+    assert_eq!(
+        check(&sign(&k, &wrong_type, None)),
+        Err(SignatureError::WrongType)
+    );
     let no_identity = document(DIGEST).replace("registry.example/release:4.14.0", "");
-    assert_eq!(check(&sign(&k, &no_identity, None)), Err(SignatureError::NoIdentity));
+    assert_eq!(
+        check(&sign(&k, &no_identity, None)),
+        Err(SignatureError::NoIdentity)
+    );
     let unknown_field = document(DIGEST).replace("\"type\"", "\"extra\":1,\"type\"");
     assert!(matches!(
         check(&sign(&k, &unknown_field, None)),
         Err(SignatureError::Json(m)) if m.contains("unknown field")
     ));
-    assert!(matches!(check(b"not openpgp"), Err(SignatureError::Unreadable(_))));
+    assert!(matches!(
+        check(b"not openpgp"),
+        Err(SignatureError::Unreadable(_))
+    ));
     // Expired a day ago; one that expires tomorrow is good.
     let day = Duration::from_secs(86_400);
-    let secs = |t: SystemTime| u32::try_from(t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs()).unwrap();
+    let secs = |t: SystemTime| {
+        u32::try_from(t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs()).unwrap()
+    };
     let old = sign(&k, &document(DIGEST), Some((secs(now - 2 * day), day)));
-    assert!(matches!(check(&old), Err(SignatureError::Expired(m)) if m.ends_with("+0000 UTC")), "{:?}", check(&old));
+    assert!(
+        matches!(check(&old), Err(SignatureError::Expired(m)) if m.ends_with("+0000 UTC")),
+        "{:?}",
+        check(&old)
+    );
     let fresh = sign(&k, &document(DIGEST), Some((secs(now - day), 2 * day)));
     assert_eq!(check(&fresh), Ok(()));
 }
@@ -170,18 +190,32 @@ fn the_verifier_comes_from_the_annotated_config_map() {
         "store-local": "file:///nowhere",
     }));
     let v = Verifier::from_manifests(&good).unwrap().unwrap();
-    assert!(v.describe().contains("verifier-public-key-test ("), "{}", v.describe());
+    assert!(
+        v.describe().contains("verifier-public-key-test ("),
+        "{}",
+        v.describe()
+    );
     let no_store = manifests(json!({"verifier-public-key-test": armored(&k)}));
     assert_eq!(
         Verifier::from_manifests(&no_store).unwrap_err().to_string(),
         "the config map openshift-config-managed/release-verification did not provide any signature stores to read from and cannot be used"
     );
     let no_key = manifests(json!({"store-local": "file:///x"}));
-    assert!(matches!(Verifier::from_manifests(&no_key), Err(ConfigError::NoKeys { .. })));
+    assert!(matches!(
+        Verifier::from_manifests(&no_key),
+        Err(ConfigError::NoKeys { .. })
+    ));
     let bad_key = manifests(json!({"verifier-public-key-x": "junk", "store-local": "file:///x"}));
-    assert!(matches!(Verifier::from_manifests(&bad_key), Err(ConfigError::Key { .. })));
-    let bad_store = manifests(json!({"verifier-public-key-x": armored(&k), "store-local": "ftp://x"}));
-    assert!(matches!(Verifier::from_manifests(&bad_store), Err(ConfigError::Store { .. })));
+    assert!(matches!(
+        Verifier::from_manifests(&bad_key),
+        Err(ConfigError::Key { .. })
+    ));
+    let bad_store =
+        manifests(json!({"verifier-public-key-x": armored(&k), "store-local": "ftp://x"}));
+    assert!(matches!(
+        Verifier::from_manifests(&bad_store),
+        Err(ConfigError::Store { .. })
+    ));
 }
 
 #[tokio::test]
@@ -197,26 +231,56 @@ async fn every_keyring_must_have_signed_and_the_error_names_the_rest() {
         "verifier-public-key-a": armored(&a), "verifier-public-key-b": armored(&b), "store-dir": store,
     }));
     let t = Duration::from_secs(5);
-    assert_eq!(verify_image(&only_a, &format!("r@{DIGEST}"), None, t).await, Ok(()));
-    let err = verify_image(&both, &format!("r@{DIGEST}"), None, t).await.unwrap_err();
-    assert_eq!(err.message, format!("unable to verify {DIGEST} against keyrings: verifier-public-key-b"));
-    assert!(err.causes.iter().any(|c| c.contains("unknown entity")), "{err:?}");
+    assert_eq!(
+        verify_image(&only_a, &format!("r@{DIGEST}"), None, t).await,
+        Ok(())
+    );
+    let err = verify_image(&both, &format!("r@{DIGEST}"), None, t)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        format!("unable to verify {DIGEST} against keyrings: verifier-public-key-b")
+    );
+    assert!(
+        err.causes.iter().any(|c| c.contains("unknown entity")),
+        "{err:?}"
+    );
     // Signed by B too: verified.
     std::fs::write(sigs.join("signature-2"), sign(&b, &document(DIGEST), None)).unwrap();
-    assert_eq!(verify_image(&both, &format!("r@{DIGEST}"), None, t).await, Ok(()));
+    assert_eq!(
+        verify_image(&both, &format!("r@{DIGEST}"), None, t).await,
+        Ok(())
+    );
     // A tag, no verifier, a bad digest.
     let tag = verify_image(&both, "r:4.14.0", None, t).await.unwrap_err();
-    assert_eq!(tag.message, "release images that are not accessed via digest cannot be verified");
-    let none = verify_image(&[], &format!("r@{DIGEST}"), None, t).await.unwrap_err();
+    assert_eq!(
+        tag.message,
+        "release images that are not accessed via digest cannot be verified"
+    );
+    let none = verify_image(&[], &format!("r@{DIGEST}"), None, t)
+        .await
+        .unwrap_err();
     assert_eq!(none.message, "verification is not possible");
-    let bad = verify_image(&both, "r@SHA256:x", None, t).await.unwrap_err();
-    assert!(bad.message.starts_with("the provided release image digest has an invalid format"));
+    let bad = verify_image(&both, "r@SHA256:x", None, t)
+        .await
+        .unwrap_err();
+    assert!(
+        bad.message
+            .starts_with("the provided release image digest has an invalid format")
+    );
 }
 
 #[test]
 fn the_detailed_error_lists_the_causes_as_the_cvo_aggregates_them() {
-    let e = VerifyError { message: "m".into(), causes: vec!["a".into(), "b".into()] };
+    let e = VerifyError {
+        message: "m".into(),
+        causes: vec!["a".into(), "b".into()],
+    };
     assert_eq!(e.detailed("p: "), "p: m\n[a, b]");
-    let one = VerifyError { message: "m".into(), causes: vec!["a".into()] };
+    let one = VerifyError {
+        message: "m".into(),
+        causes: vec!["a".into()],
+    };
     assert_eq!(one.detailed(""), "m\na");
 }

@@ -82,10 +82,15 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     // The image that exists cannot be verified (no verifier in the running release): refused.
     let image = format!("{}/release:new", registry.host);
     patch_cv(&patch(&image));
-    let cv = wait_cv(&client, "the image refused", Duration::from_secs(60), |cv| {
-        let (status, _, message) = condition(cv, "ReleaseAccepted");
-        status == "False" && message.contains(&image)
-    })
+    let cv = wait_cv(
+        &client,
+        "the image refused",
+        Duration::from_secs(60),
+        |cv| {
+            let (status, _, message) = condition(cv, "ReleaseAccepted");
+            status == "False" && message.contains(&image)
+        },
+    )
     .await;
     assert_eq!(
         condition(&cv, "ReleaseAccepted").2,
@@ -93,7 +98,11 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
             "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: verification is not possible"
         )
     );
-    assert_eq!(written(&client).await, before, "an unverified image wrote objects");
+    assert_eq!(
+        written(&client).await,
+        before,
+        "an unverified image wrote objects"
+    );
 
     // With force: pulled and applied; the unverified image is an accepted risk.
     let sim = simulator("new").await;
@@ -130,7 +139,9 @@ async fn a_desired_image_is_pulled_from_the_registry_and_a_missing_one_is_refuse
     let h = &cv["status"]["history"][0];
     assert_eq!(h["verified"], false, "{h:#}");
     assert!(
-        h["acceptedRisks"].as_str().is_some_and(|r| r.starts_with(&forced)),
+        h["acceptedRisks"]
+            .as_str()
+            .is_some_and(|r| r.starts_with(&forced)),
         "{h:#}"
     );
     super::signatures::wait_events(&client, "RetrievePayload", &forced, 1).await;

@@ -10,8 +10,7 @@ use tokio::time::Instant;
 
 use super::signatures::release_copy;
 use super::support_op::{
-    Operator, condition, fresh_cluster, history_is, kubectl, patch_cv, payloads, simulator,
-    wait_cv,
+    Operator, condition, fresh_cluster, history_is, kubectl, patch_cv, payloads, simulator, wait_cv,
 };
 use super::{INSTALL_LIMIT, desired_update, written};
 use crate::support::{self, apply as apply_util};
@@ -45,13 +44,22 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
         "reason": "Migrating", "message": "the blocker is migrating its storage",
         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
     kubectl(&[
-        "patch", "clusteroperator", BLOCKER, "--subresource=status", "--type", "merge", "-p",
+        "patch",
+        "clusteroperator",
+        BLOCKER,
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
         &status.to_string(),
     ]);
     // ClusterVersion says why it is not upgradeable, as the CVO words it.
-    let cv = wait_cv(&client, "Upgradeable=False", Duration::from_secs(30), |cv| {
-        condition(cv, "Upgradeable").0 == "False"
-    })
+    let cv = wait_cv(
+        &client,
+        "Upgradeable=False",
+        Duration::from_secs(30),
+        |cv| condition(cv, "Upgradeable").0 == "False",
+    )
     .await;
     assert_eq!(
         condition(&cv, "Upgradeable"),
@@ -67,9 +75,12 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     let before = written(&client).await;
     let started = Instant::now();
     patch_cv(&desired_update("4.14.0"));
-    let cv = wait_cv(&client, "ReleaseAccepted=False", Duration::from_secs(60), |cv| {
-        condition(cv, "ReleaseAccepted").0 == "False"
-    })
+    let cv = wait_cv(
+        &client,
+        "ReleaseAccepted=False",
+        Duration::from_secs(60),
+        |cv| condition(cv, "ReleaseAccepted").0 == "False",
+    )
     .await;
     eprintln!(
         "desiredUpdate patch to ReleaseAccepted=False (precondition): {:.2}s",
@@ -83,9 +94,17 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
         ),
         "{message}"
     );
-    assert!(history_is(&cv, 0, "4.13.0", "Completed"), "{:#}", cv["status"]["history"]);
+    assert!(
+        history_is(&cv, 0, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(written(&client).await, before, "a held update wrote objects");
+    assert_eq!(
+        written(&client).await,
+        before,
+        "a held update wrote objects"
+    );
 
     // A patch update goes through.
     let plan = apply_util::plan(patch_release.path(), minicvo::Mode::Updating);
@@ -106,8 +125,14 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     .await;
     patch_sim.stop().await;
     assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
-    let risks = cv["status"]["history"][0]["acceptedRisks"].as_str().unwrap_or_default();
-    assert!(risks.contains("\"NoChannel\""), "{:#}", cv["status"]["history"][0]);
+    let risks = cv["status"]["history"][0]["acceptedRisks"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        risks.contains("\"NoChannel\""),
+        "{:#}",
+        cv["status"]["history"][0]
+    );
 
     // force takes the minor update through; the block is an accepted risk.
     let sim = simulator("new").await;
@@ -117,12 +142,19 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     })
     .await;
     sim.stop().await;
-    let risks = cv["status"]["history"][0]["acceptedRisks"].as_str().unwrap_or_default();
+    let risks = cv["status"]["history"][0]["acceptedRisks"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         risks.starts_with("Forced through blocking failures: Multiple precondition checks failed:"),
         "{risks}"
     );
     kubectl(&["delete", "clusteroperator", BLOCKER]);
     op.signal("TERM");
-    assert_eq!(op.exit(Duration::from_secs(10)).await, Some(0), "{}", op.log());
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
 }

@@ -31,8 +31,11 @@ pub fn release_copy(name: &str, version: &str, extra: &[(&str, String)]) -> temp
         let text = match file.as_str() {
             "release-metadata" | "image-references" => {
                 let from = if name == "old" { "4.13.0" } else { "4.14.0" };
-                text.replace(&format!("\"version\":\"{from}\""), &format!("\"version\":\"{version}\""))
-                    .replace(&format!("name: {from}"), &format!("name: {version}"))
+                text.replace(
+                    &format!("\"version\":\"{from}\""),
+                    &format!("\"version\":\"{version}\""),
+                )
+                .replace(&format!("name: {from}"), &format!("name: {version}"))
             }
             _ => text,
         };
@@ -140,9 +143,12 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     // No signature at all: refused with the CVO's reason and message.
     let started = Instant::now();
     patch_cv(&desired_image(&image));
-    let cv = wait_cv(&client, "ReleaseAccepted=False", Duration::from_secs(60), |cv| {
-        condition(cv, "ReleaseAccepted").0 == "False"
-    })
+    let cv = wait_cv(
+        &client,
+        "ReleaseAccepted=False",
+        Duration::from_secs(60),
+        |cv| condition(cv, "ReleaseAccepted").0 == "False",
+    )
     .await;
     eprintln!(
         "desiredUpdate patch to ReleaseAccepted=False (unsigned): {:.2}s",
@@ -156,7 +162,11 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
             "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: unable to verify {digest} against keyrings: verifier-public-key-test"
         )
     );
-    assert!(history_is(&cv, 0, "4.13.0", "Completed"), "{:#}", cv["status"]["history"]);
+    assert!(
+        history_is(&cv, 0, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
     // The Event carries why: the store had none.
     wait_events(&client, "ReleaseRejected", "no more signatures to check", 1).await;
 
@@ -165,13 +175,20 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     let cases: [(&str, Vec<Answer>); 4] = [
         (
             "signature digest does not match",
-            vec![Answer::Body(signing::sign(&key, &format!("sha256:{}", "f".repeat(64)), false))],
+            vec![Answer::Body(signing::sign(
+                &key,
+                &format!("sha256:{}", "f".repeat(64)),
+                false,
+            ))],
         ),
         (
             "signature made by unknown entity",
             vec![Answer::Body(signing::sign(&stranger, &digest, false))],
         ),
-        ("signature expired on ", vec![Answer::Body(signing::sign(&key, &digest, true))]),
+        (
+            "signature expired on ",
+            vec![Answer::Body(signing::sign(&key, &digest, true))],
+        ),
         ("context deadline exceeded", vec![Answer::Hang]),
     ];
     for (why, answers) in cases {
@@ -184,23 +201,42 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     wait_events(&client, "ReleaseRejected", "context deadline exceeded", 2).await;
     let cv = super::support_op::cluster_version(&client).await.unwrap();
     assert_eq!(condition(&cv, "ReleaseAccepted").1, "RetrievePayload");
-    assert!(history_is(&cv, 0, "4.13.0", "Completed"), "{:#}", cv["status"]["history"]);
-    assert_eq!(written(&client).await, before, "a refused image wrote objects");
+    assert!(
+        history_is(&cv, 0, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
+    assert_eq!(
+        written(&client).await,
+        before,
+        "a refused image wrote objects"
+    );
 
     // Signed: accepted and applied. Asked for again from a cluster that asks for nothing.
-    store.set(&digest, vec![Answer::Body(signing::sign(&key, &digest, false))]);
+    store.set(
+        &digest,
+        vec![Answer::Body(signing::sign(&key, &digest, false))],
+    );
     patch_cv(&json!({"spec": {"desiredUpdate": null}}).to_string());
-    wait_cv(&client, "ReleaseAccepted=True", Duration::from_secs(30), |cv| {
-        condition(cv, "ReleaseAccepted").0 == "True"
-    })
+    wait_cv(
+        &client,
+        "ReleaseAccepted=True",
+        Duration::from_secs(30),
+        |cv| condition(cv, "ReleaseAccepted").0 == "True",
+    )
     .await;
     let sim = simulator("new").await;
     let started = Instant::now();
     patch_cv(&desired_image(&image));
-    wait_cv(&client, "ReleaseAccepted=True for the image", Duration::from_secs(60), |cv| {
-        let (status, _, message) = condition(cv, "ReleaseAccepted");
-        status == "True" && message.contains(&image)
-    })
+    wait_cv(
+        &client,
+        "ReleaseAccepted=True for the image",
+        Duration::from_secs(60),
+        |cv| {
+            let (status, _, message) = condition(cv, "ReleaseAccepted");
+            status == "True" && message.contains(&image)
+        },
+    )
     .await;
     eprintln!(
         "desiredUpdate patch to ReleaseAccepted=True (signed): {:.2}s",
@@ -218,11 +254,17 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     assert!(
         h["acceptedRisks"]
             .as_str()
-            .is_some_and(|r| r.contains("\"ClusterVersionRecommendedUpdate\" failed because of \"NoChannel\"")),
+            .is_some_and(|r| r
+                .contains("\"ClusterVersionRecommendedUpdate\" failed because of \"NoChannel\"")),
         "{h:#}"
     );
     assert!(history_is(&cv, 1, "4.13.0", "Completed"));
     op.signal("TERM");
-    assert_eq!(op.exit(Duration::from_secs(10)).await, Some(0), "{}", op.log());
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
     assert!(op.log().contains("refused"), "{}", op.log());
 }

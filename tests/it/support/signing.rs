@@ -15,8 +15,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use pgp::composed::{
-    ArmorOptions, KeyType, MessageBuilder, SecretKeyParamsBuilder, SignedSecretKey,
-    SubpacketConfig,
+    ArmorOptions, KeyType, MessageBuilder, SecretKeyParamsBuilder, SignedSecretKey, SubpacketConfig,
 };
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::packet::{Subpacket, SubpacketData};
@@ -166,7 +165,9 @@ impl SignatureServer {
                         let answer = a.lock().unwrap().get(&path).cloned();
                         async move {
                             let response = match answer {
-                                Some(Answer::Body(b)) => hyper::Response::new(Full::new(Bytes::from(b))),
+                                Some(Answer::Body(b)) => {
+                                    hyper::Response::new(Full::new(Bytes::from(b)))
+                                }
                                 Some(Answer::Hang) => {
                                     tokio::time::sleep(Duration::from_secs(3600)).await;
                                     hyper::Response::new(Full::new(Bytes::new()))
