@@ -192,9 +192,16 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
         ("context deadline exceeded", vec![Answer::Hang]),
     ];
     for (why, answers) in cases {
+        let started = Instant::now();
         store.set(&digest, answers);
         let found = wait_events(&client, "ReleaseRejected", why, 1).await;
         assert!(found[0].contains(&image), "{found:?}");
+        // The next try comes within an interval (1 s); a store that does not answer adds
+        // the verification timeout (2 s).
+        eprintln!(
+            "store changed to refusal {why:?}: {:.2}s",
+            started.elapsed().as_secs_f64()
+        );
     }
     // The store that does not answer: refused again and again (each try bounded by
     // --verify-timeout), and nothing was written by any of it.
