@@ -330,7 +330,10 @@ pub async fn verify_image(
     timeout: Duration,
 ) -> Result<(), VerifyError> {
     match Verifier::from_manifests(manifests) {
-        Ok(Some(v)) => v.verify(image_digest(image), cluster, timeout).await,
+        Ok(Some(v)) => {
+            tracing::debug!("Verifying release authenticity: {}", v.describe());
+            v.verify(image_digest(image), cluster, timeout).await
+        }
         Ok(None) => Err(VerifyError::plain("verification is not possible")),
         Err(e) => Err(VerifyError::plain(e.to_string())),
     }
