@@ -284,3 +284,26 @@ fn the_detailed_error_lists_the_causes_as_the_cvo_aggregates_them() {
     };
     assert_eq!(one.detailed(""), "m\na");
 }
+
+#[test]
+fn a_keyring_reads_armored_or_binary_and_junk_says_both_ways_failed() {
+    use pgp::ser::Serialize as _;
+    let k = key("Release <release@example.com>");
+    let binary = k.to_public_key().to_bytes().unwrap();
+    let ring = signature::read_keyring(&binary).unwrap();
+    assert_eq!(ring.len(), 1);
+    assert_eq!(
+        signature::fingerprints(&ring),
+        signature::fingerprints(&super::tests::ring(&k))
+    );
+    // Two keys in binary form are two keys; of two armored blocks only the first is read,
+    // as by x/crypto's ReadArmoredKeyRing.
+    let b = key("B <b@example.com>");
+    let mut both = binary.clone();
+    both.extend(b.to_public_key().to_bytes().unwrap());
+    assert_eq!(signature::read_keyring(&both).unwrap().len(), 2);
+    let two = format!("{}\n{}", armored(&k), armored(&b));
+    assert_eq!(signature::read_keyring(two.as_bytes()).unwrap().len(), 1);
+    let junk = signature::read_keyring(b"junk").unwrap_err();
+    assert!(junk.contains("with armor"), "{junk}");
+}
