@@ -7,10 +7,11 @@
 //!   signature store ([`store::Store`]). Without such a ConfigMap nothing can be verified
 //!   (library-go's `Reject`: "verification is not possible").
 //! - An image is verified by the digest after its `@`; one named by tag cannot be.
-//! - Signatures are read from the cluster's signature ConfigMaps, then from every store at
-//!   once, all within the verification timeout. The image is verified when every keyring has
-//!   a good signature ([`signature::check`]); else the error names the keyrings left and
-//!   carries every reason a signature was not good or could not be read.
+//! - Signatures are read from the cluster's signature ConfigMaps, then, when those are not
+//!   enough, from every store at once, all within the verification timeout. The image is
+//!   verified when every keyring has a good signature ([`signature::check`]); else the error
+//!   names the keyrings left and carries every reason a signature was not good or could not
+//!   be read.
 
 pub mod signature;
 pub mod store;
@@ -216,20 +217,22 @@ impl Verifier {
     ) -> Result<(), VerifyError> {
         check_digest(digest)?;
         let deadline = tokio::time::Instant::now() + timeout;
-        let client = store::http_client();
         let expired = |what: &str| {
             format!("{what}: no answer within {timeout:?} (context deadline exceeded)")
         };
-        let cluster_read = async {
-            let mut found = Vec::new();
-            if let Some(c) = cluster {
-                let read = store::read_cluster(c, digest, timeout, &mut found);
-                if tokio::time::timeout_at(deadline, read).await.is_err() {
-                    found.push(Err(expired("signature config maps")));
-                }
+        // The cluster's signatures first, as the CVO's serial store consults them first: when
+        // they are enough, no store is asked.
+        let mut all: Vec<Found> = Vec::new();
+        if let Some(c) = cluster {
+            let read = store::read_cluster(c, digest, timeout, &mut all);
+            if tokio::time::timeout_at(deadline, read).await.is_err() {
+                all.push(Err(expired("signature config maps")));
             }
-            found
-        };
+            if self.check_all(digest, &all, SystemTime::now()).is_ok() {
+                return Ok(());
+            }
+        }
+        let client = store::http_client();
         let store_reads = self.stores.iter().map(|s| {
             let client = &client;
             let expired = &expired;
@@ -244,9 +247,12 @@ impl Verifier {
                 found
             }
         });
-        let (mut all, stores): (Vec<Found>, Vec<Vec<Found>>) =
-            futures::join!(cluster_read, futures::future::join_all(store_reads));
-        all.extend(stores.into_iter().flatten());
+        all.extend(
+            futures::future::join_all(store_reads)
+                .await
+                .into_iter()
+                .flatten(),
+        );
         self.check_all(digest, &all, SystemTime::now())
     }
 

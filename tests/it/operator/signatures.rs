@@ -1,9 +1,11 @@
 //! Release signature verification of `spec.desiredUpdate.image`, as the CVO does it: the
-//! running release (4.13.0) carries a verifier ConfigMap with a key the test made and a
+//! running release (4.13.0) carries a verifier ConfigMap with two keys the test made and a
 //! signature store that is a real HTTP server of the test; the update (4.14.0) is a real
 //! image in a local registry, asked for by digest. Unsigned, signed for another digest, by
 //! an unknown key, expired, and a store that does not answer: refused, nothing written, and
-//! tried again; then signed: accepted, applied, `verified` in history.
+//! tried again; signed by one key only: refused, naming the other keyring; then signed by
+//! both (one signature from the store, one from a signature ConfigMap in the cluster):
+//! accepted, applied, `verified` in history.
 
 use std::time::Duration;
 
@@ -81,19 +83,31 @@ pub async fn events(client: &kube::Client, reason: &str) -> Vec<String> {
 
 /// Waits (30 s at most) for `n` Events with `reason` whose message contains `text`.
 pub async fn wait_events(client: &kube::Client, reason: &str, text: &str, n: usize) -> Vec<String> {
+    wait_events_where(client, reason, text, n, |m| m.contains(text)).await
+}
+
+/// Waits (30 s at most) for `n` Events with `reason` whose message `f` accepts (`what`
+/// names them).
+async fn wait_events_where(
+    client: &kube::Client,
+    reason: &str,
+    what: &str,
+    n: usize,
+    f: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let found: Vec<String> = events(client, reason)
             .await
             .into_iter()
-            .filter(|m| m.contains(text))
+            .filter(|m| f(m))
             .collect();
         if found.len() >= n {
             return found;
         }
         assert!(
             Instant::now() < deadline,
-            "fewer than {n} {reason} events with {text:?}: {:#?}",
+            "fewer than {n} {reason} events with {what:?}: {:#?}",
             events(client, reason).await
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -115,13 +129,14 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     let image = format!("{}/release@{digest}", registry.host);
     let store = SignatureServer::start().await;
     let key = signing::key("Release Signing <release@example.com>");
+    let second = signing::key("Second Signer <second@example.com>");
     let stranger = signing::key("Stranger <stranger@example.com>");
     let release = release_copy(
         "old",
         "4.13.0",
         &[(
             "0000_90_cluster-version-operator_02_verification.yaml",
-            signing::verifier_manifest(&[("test", &key)], &[&store.url]),
+            signing::verifier_manifest(&[("a", &key), ("b", &second)], &[&store.url]),
         )],
     );
     let sim = simulator("old").await;
@@ -159,7 +174,7 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     assert_eq!(
         message,
         format!(
-            "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: unable to verify {digest} against keyrings: verifier-public-key-test"
+            "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: unable to verify {digest} against keyrings: verifier-public-key-a, verifier-public-key-b"
         )
     );
     assert!(
@@ -172,6 +187,8 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
 
     // Each wrong signature is refused, and the Event says why; the refusal is tried again
     // every interval, so each new store content is seen.
+    // Each case's Event names its cause, and not the cause of the case before (with two
+    // keyrings, a signature by one key is "by an unknown entity" for the other).
     let cases: [(&str, Vec<Answer>); 4] = [
         (
             "signature digest does not match",
@@ -194,7 +211,10 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
     for (why, answers) in cases {
         let started = Instant::now();
         store.set(&digest, answers);
-        let found = wait_events(&client, "ReleaseRejected", why, 1).await;
+        let found = wait_events_where(&client, "ReleaseRejected", why, 1, |m| {
+            m.contains(why) && (why.contains("digest") || !m.contains("does not match"))
+        })
+        .await;
         assert!(found[0].contains(&image), "{found:?}");
         // The next try comes within an interval (1 s); a store that does not answer adds
         // the verification timeout (2 s).
@@ -219,11 +239,19 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
         "a refused image wrote objects"
     );
 
-    // Signed: accepted and applied. Asked for again from a cluster that asks for nothing.
+    // Signed by one key of two: refused, naming the keyring left.
     store.set(
         &digest,
         vec![Answer::Body(signing::sign(&key, &digest, false))],
     );
+    let left = format!("unable to verify {digest} against keyrings: verifier-public-key-b");
+    wait_cv(&client, "keyring b left", Duration::from_secs(30), |cv| {
+        condition(cv, "ReleaseAccepted").2.ends_with(&left)
+    })
+    .await;
+
+    // Signed by both, the second signature in the cluster: accepted and applied. Asked for
+    // again from a cluster that asks for nothing.
     patch_cv(&json!({"spec": {"desiredUpdate": null}}).to_string());
     wait_cv(
         &client,
@@ -232,6 +260,8 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
         |cv| condition(cv, "ReleaseAccepted").0 == "True",
     )
     .await;
+    let second_signature = signing::sign(&second, &digest, false);
+    let signatures = signature_config_map(&client, &digest, &second_signature).await;
     let sim = simulator("new").await;
     let started = Instant::now();
     patch_cv(&desired_image(&image));
@@ -266,6 +296,10 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
         "{h:#}"
     );
     assert!(history_is(&cv, 1, "4.13.0", "Completed"));
+    signatures
+        .delete(SIGNATURES_NAME, &Default::default())
+        .await
+        .unwrap();
     op.signal("TERM");
     assert_eq!(
         op.exit(Duration::from_secs(10)).await,
@@ -274,4 +308,37 @@ async fn a_signed_image_is_accepted_and_unsigned_wrong_unknown_expired_or_unreac
         op.log()
     );
     assert!(op.log().contains("refused"), "{}", op.log());
+}
+
+const SIGNATURES_NAME: &str = "minicvo-test-release-signatures";
+
+/// A signature ConfigMap in `openshift-config-managed` with `signature` for `digest` (as
+/// `oc adm release mirror` writes them: `binaryData` key `sha256-<hex>-1`).
+async fn signature_config_map(
+    client: &kube::Client,
+    digest: &str,
+    signature: &[u8],
+) -> kube::Api<k8s_openapi::api::core::v1::ConfigMap> {
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let api: kube::Api<ConfigMap> =
+        kube::Api::namespaced(client.clone(), "openshift-config-managed");
+    let _ = api.delete(SIGNATURES_NAME, &Default::default()).await;
+    let mut cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": SIGNATURES_NAME,
+                     "labels": {"release.openshift.io/verification-signatures": ""}},
+    }))
+    .unwrap();
+    cm.binary_data = Some(
+        [(
+            format!("{}-1", digest.replacen(':', "-", 1)),
+            ByteString(signature.to_vec()),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    api.create(&kube::api::PostParams::default(), &cm)
+        .await
+        .unwrap();
+    api
 }
