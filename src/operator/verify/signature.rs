@@ -78,6 +78,10 @@ struct Optional {
     timestamp: i64,
 }
 
+/// The most signed content read (a signature document is a few hundred bytes; the content
+/// may be compressed, so the signature's own size does not bound it).
+pub const MAX_CONTENT: u64 = 64 * 1024;
+
 /// The `type` of an atomic container signature.
 pub const ATOMIC_TYPE: &str = "atomic container signature";
 
@@ -154,9 +158,19 @@ fn verified_content(
     if !message.is_signed() {
         return Err(SignatureError::NotSigned);
     }
-    let content = message
-        .as_data_vec()
-        .map_err(|e| SignatureError::Unreadable(e.to_string()))?;
+    // The content is untrusted and may be compressed: read at most a bound of it (a
+    // signature document is a few hundred bytes).
+    let mut content = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&mut message, MAX_CONTENT + 1),
+        &mut content,
+    )
+    .map_err(|e| SignatureError::Unreadable(e.to_string()))?;
+    if content.len() as u64 > MAX_CONTENT {
+        return Err(SignatureError::Unreadable(format!(
+            "the signed content is larger than {MAX_CONTENT} bytes"
+        )));
+    }
     let Message::Signed { reader, .. } = &message else {
         return Err(SignatureError::NotSigned);
     };

@@ -307,3 +307,15 @@ fn a_keyring_reads_armored_or_binary_and_junk_says_both_ways_failed() {
     let junk = signature::read_keyring(b"junk").unwrap_err();
     assert!(junk.contains("with armor"), "{junk}");
 }
+
+#[test]
+fn a_compressed_signature_that_inflates_past_the_bound_is_refused() {
+    let k = key("Release <release@example.com>");
+    let big = format!("{}{}", document(DIGEST), " ".repeat(200_000));
+    let sig = sign(&k, &big, None);
+    assert!(sig.len() < 10_000, "{}", sig.len());
+    assert!(matches!(
+        signature::check(&sig, &ring(&k), DIGEST, SystemTime::now()),
+        Err(SignatureError::Unreadable(m)) if m.contains("larger than")
+    ));
+}
