@@ -4,11 +4,11 @@
 #
 #   hack/kind-e2e.sh [upgrade]       the upgrade e2e: replays the machine-config story with the
 #                                    bundled samples (payload/old -> payload/new must pass;
-#                                    payload/old -> payload/new-buggy must be reported) and,
-#                                    when the corpus is there, mco-4.13 -> mco-before-fix /
-#                                    mco-after-fix (KIND_E2E_CORPUS=DIR, default ../shared/payloads)
-#   hack/kind-e2e.sh operator        `minicvo operator` in the cluster: builds the image
-#                                    (deploy/Dockerfile), loads it into kind, applies deploy/,
+#                                    payload/old -> payload/new-buggy must be reported), with
+#                                    the corpus (mco-4.13 -> mco-before-fix / mco-after-fix),
+#                                    and upgrades openshift-multi 4.16.0 -> 4.17.0 (must pass)
+#   hack/kind-e2e.sh operator        `minicvo operator` in the cluster: loads the image into
+#                                    kind, applies deploy/ with -k as deploy/README.md says,
 #                                    waits for a leader, installs 4.13.0, updates to 4.14.0 by
 #                                    patching spec.desiredUpdate, checks that exactly one
 #                                    replica led, then deletes the leader and times the handover
@@ -21,23 +21,34 @@
 #                                    buggy denied and fixed clean)
 #   hack/kind-e2e.sh all             every scenario, on one cluster
 #
+# Everything it needs is built or started here when missing, with no internet: a Docker daemon
+# (hack/docker.sh: the one that answers, else our own dockerd, stopped at the end), the node
+# image (hack/build-kind-image.sh: minicvo.local/kind-node:v1.37.2, cached), kind and kubectl
+# (the test plane's builds), and for the operator scenario the image deploy/ runs
+# (hack/build-operator-image.sh: a static minicvo packed with crane, checked against
+# deploy/Dockerfile). The upgrade scenarios need the corpus (../shared/payloads); a missing
+# corpus fails the run. One run at a time: a second one while one runs is refused (exit 3).
+# When the run started its own dockerd, it stops it at the end and fails if anything of it is
+# left on the host (hack/docker.sh check).
+#
 # Environment:
-#   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it)
+#   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it) and the Docker daemon
 #   KIND_E2E_OUT=DIR       where timelines, traces, JUnit files and logs go (default target/kind-e2e)
-#   KIND_E2E_IMAGE=IMAGE   node image for `kind create cluster --image`
+#   KIND_E2E_IMAGE=IMAGE   node image for `kind create cluster --image` (default: the one
+#                          hack/build-kind-image.sh builds; kindest/node:v1.37.2 on a connected
+#                          machine works too)
 #   KIND_E2E_ARGS="..."    extra flags for every `minicvo e2e upgrade` (e.g. --wait-available
 #                          for payloads whose images really run)
 #   KIND_E2E_OPERATOR_IMAGE=IMAGE
-#                          operator scenario: use this local image instead of building
-#                          minicvo:dev from deploy/Dockerfile
+#                          operator scenario: use this image, already in the Docker daemon,
+#                          instead of building minicvo:dev with hack/build-operator-image.sh
+#                          (deploy/Dockerfile builds the same image where Docker Hub is reachable)
 #   KIND_E2E_OPERATOR_TIMEOUT=SECONDS
 #                          operator scenario: the longest wait for each step (default 300)
-#   KIND_E2E_CRANE=PATH    real-pods scenario: crane (default: crane on PATH; hack/build-testplane.sh
-#                          builds one)
+#   KIND_E2E_CORPUS=DIR    the corpus of real payloads (default ../shared/payloads)
 #
-# Needs kind and a running Docker daemon; exits 2 with a message when either is missing. It
-# cannot run in minicvo's CI, which has no Docker: CI runs the same harness against the test
-# control plane (hack/test.sh, tests/e2e_upgrade.rs, the operator tests) instead.
+# Exit code: 0 every scenario ended as expected; 1 one did not, or something of the run was
+# left on the host; 2 a missing tool or setup error; 3 another run holds the lock.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -57,43 +68,27 @@ case $SCENARIO in
     ;;
 esac
 
-if ! command -v kind >/dev/null; then
-  say "kind is not installed; hint: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
-  say "(this script cannot run in minicvo's CI, which has no Docker; hack/test.sh runs the same e2e tests on the test control plane)"
-  exit 2
+OUT=${KIND_E2E_OUT:-$ROOT/target/kind-e2e}
+mkdir -p "$OUT"
+
+# One run at a time: the own dockerd, the output directory and the images are shared.
+LOCK=${MINICVO_DOCKER_DIR:-/var/tmp/minicvo-docker}.kind-e2e.lock
+exec 9>>"$LOCK"
+if ! flock -n 9; then
+  say "another hack/kind-e2e.sh run ($(cat "$LOCK.pid" 2>/dev/null || echo 'pid unknown')) holds $LOCK; wait for it, or stop it"
+  exit 3
 fi
-if ! command -v docker >/dev/null; then
-  say "docker is not installed; kind runs its nodes as Docker containers"
-  exit 2
-fi
-if ! docker info >/dev/null 2>&1; then
-  why=$(docker info 2>&1 | grep -m1 -iE 'cannot|error' || true)
-  say "the Docker daemon is not reachable: ${why:-docker info failed}"
-  say "hint: start Docker, or check DOCKER_HOST and your permissions on the socket"
-  exit 2
-fi
-if [[ $SCENARIO != operator ]]; then
-  command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
-fi
-if [[ $SCENARIO != upgrade ]]; then
-  command -v kubectl >/dev/null || { say "kubectl is not installed (the operator and real-pods scenarios use it)"; exit 2; }
-fi
-CRANE=${KIND_E2E_CRANE:-crane}
-if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
-  command -v go >/dev/null || { say "go is not installed (it builds the stand-in images)"; exit 2; }
-  command -v "$CRANE" >/dev/null || { say "crane is not installed; hint: set KIND_E2E_CRANE to the crane hack/build-testplane.sh builds"; exit 2; }
-  python3 -c 'import yaml' 2>/dev/null || { say "python3 has no yaml module (the real-pod payload copies); hint: apt-get install python3-yaml"; exit 2; }
-fi
+echo "pid $$" >"$LOCK.pid"
 
 NAME=minicvo-e2e-$$
 
-OUT=${KIND_E2E_OUT:-$ROOT/target/kind-e2e}
-mkdir -p "$OUT"
 KC=$OUT/kubeconfig
 read -r -a EXTRA <<<"${KIND_E2E_ARGS:-}"
 
 SIM_PID=
 REG_PID=
+CREATED=
+DOCKER_OWN=
 # The simulated operators of one payload, in the background (the sample payloads' images never
 # run, so their ClusterOperators report through `minicvo simulate`).
 start_simulator() {
@@ -112,26 +107,91 @@ cleanup() {
   local rc=$?
   stop_simulator
   if [[ -n ${REG_PID:-} ]]; then kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; fi
-  if [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
-    say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
-  else
-    kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
+  if [[ -n $CREATED ]]; then
+    if ! timeout 20 docker info >/dev/null 2>&1; then
+      say "the Docker daemon (${DOCKER_HOST:-default socket}) does not answer any more; it stopped during the run"
+      [[ -n $DOCKER_OWN ]] && say "its log: ${MINICVO_DOCKER_DIR:-/var/tmp/minicvo-docker}/logs/dockerd.log"
+      ((rc == 0)) && rc=1
+    elif [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
+      say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
+    else
+      kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
+    fi
   fi
+  if [[ -n $DOCKER_OWN && ${KIND_E2E_KEEP:-} != 1 ]]; then
+    if bash hack/docker.sh stop; then
+      say "stopped our dockerd; nothing of the run is left on the host"
+    else
+      say "something of the run is left on the host (above)"
+      ((rc == 0)) && rc=1
+    fi
+  elif [[ -z $DOCKER_OWN ]] && kind get clusters 2>/dev/null | grep -qx "$NAME" && [[ ${KIND_E2E_KEEP:-} != 1 ]]; then
+    say "cluster $NAME is still there"
+    ((rc == 0)) && rc=1
+  fi
+  rm -f "$LOCK.pid"
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "building minicvo"
-cargo build --release --quiet
-BIN=$ROOT/target/release/minicvo
+CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
+if [[ $SCENARIO == upgrade || $SCENARIO == all ]]; then
+  for d in mco-4.13 mco-after-fix mco-before-fix openshift-multi; do
+    [[ -d $CORPUS/$d ]] || { say "the upgrade scenarios need the corpus: no $CORPUS/$d (set KIND_E2E_CORPUS to ../shared/payloads)"; exit 2; }
+  done
+fi
 
-# The operator's image, before a cluster exists: a failed build costs no cluster.
+# Tools: ours where the machine has none (the test plane's kubectl and crane, the kind CLI of
+# hack/tools/kind), built or taken from their caches.
+command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
+python3 -c 'import yaml' 2>/dev/null || { say "python3 has no yaml module (the real-pod payload copies); hint: apt-get install python3-yaml"; exit 2; }
+command -v go >/dev/null || { say "go is not installed (it builds kind, the node image's programs and the stand-in images)"; exit 2; }
+t=$SECONDS
+PLANE_BIN=$(bash hack/build-testplane.sh | tail -n 1) || { say "building the test plane's tools failed"; exit 2; }
+K8S_VERSION=v1.37.2
+CACHE=${TESTPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicvo-testplane}
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+# shellcheck source=hack/build-kind-tools.sh
+source hack/build-kind-tools.sh
+KIND_BIN=$(kind_tools | tail -n 1) || { say "building kind failed"; exit 2; }
+mkdir -p "$OUT/path"
+command -v kubectl >/dev/null || ln -sf "$PLANE_BIN/kubectl" "$OUT/path/kubectl"
+command -v kind >/dev/null || ln -sf "$KIND_BIN/kind" "$OUT/path/kind"
+export PATH=$PATH:$OUT/path
+CRANE=${KIND_E2E_CRANE:-$PLANE_BIN/crane}
+say "tools ready in $((SECONDS - t))s (kind: $(command -v kind), kubectl: $(command -v kubectl))"
+
+# A Docker daemon: the one that answers, else our own (stopped again at the end).
+if ! { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }; then
+  t=$SECONDS
+  env=$(bash hack/docker.sh start) || { say "no Docker daemon answers and starting one failed (see above)"; exit 2; }
+  eval "$env"
+  [[ ${MINICVO_DOCKER_OWN:-} == 1 ]] && DOCKER_OWN=1
+  say "started our own dockerd in $((SECONDS - t))s (DOCKER_HOST=$DOCKER_HOST)"
+fi
+
+# The node image, and for the operator scenario the operator image (its static binary is the
+# one the host runs too), before a cluster exists: a failed build costs no cluster.
+NODE_IMAGE=${KIND_E2E_IMAGE:-}
+if [[ -z $NODE_IMAGE ]]; then
+  t=$SECONDS
+  NODE_IMAGE=$(bash hack/build-kind-image.sh | tail -n 1) || { say "building the node image failed (above)"; exit 1; }
+  say "node image $NODE_IMAGE ready in $((SECONDS - t))s"
+fi
 OP_IMAGE=${KIND_E2E_OPERATOR_IMAGE:-minicvo:dev}
-if [[ $SCENARIO != upgrade && -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
-  say "building image $OP_IMAGE from deploy/Dockerfile"
-  docker build -f deploy/Dockerfile -t "$OP_IMAGE" . >&2
+OP_ARCHIVE=
+t=$SECONDS
+if [[ $SCENARIO == operator || $SCENARIO == all ]] && [[ -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
+  BIN=$(bash hack/build-operator-image.sh "$OUT/operator-image" | tail -n 1) || { say "building the operator image failed (above)"; exit 1; }
+  OP_ARCHIVE=$OUT/operator-image/minicvo-operator.tar
+  say "operator image $OP_IMAGE and minicvo built in $((SECONDS - t))s"
+else
+  say "building minicvo"
+  cargo build --release --quiet
+  BIN=$ROOT/target/release/minicvo
+  say "minicvo built in $((SECONDS - t))s"
 fi
 
 # The real-pod images, before a cluster exists: the stand-in operator and pause programs of
@@ -170,10 +230,18 @@ if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
   build_standin_images || { say "building the stand-in images failed"; exit 1; }
 fi
 
-say "creating kind cluster $NAME"
-create=(kind create cluster --name "$NAME" --kubeconfig "$KC" --wait 180s)
-[[ -n ${KIND_E2E_IMAGE:-} ]] && create+=(--image "$KIND_E2E_IMAGE")
-"${create[@]}" >&2
+say "creating kind cluster $NAME (node image $NODE_IMAGE)"
+t=$SECONDS
+CREATED=1
+if ! kind create cluster --name "$NAME" --kubeconfig "$KC" --image "$NODE_IMAGE" --wait 180s 2>&1 | tee "$OUT/kind-create.log" >&2; then
+  step=$(grep -a '✗' "$OUT/kind-create.log" | tail -n 1 | sed 's/^ *✗ *//' || true)
+  err=$(grep -a '^ERROR' "$OUT/kind-create.log" | tail -n 1 || true)
+  kind export logs "$OUT/kind-logs" --name "$NAME" >/dev/null 2>&1 || true
+  say "kind create cluster failed at step \"${step:-unknown}\": ${err:-see $OUT/kind-create.log}"
+  say "its output: $OUT/kind-create.log; the node's logs: $OUT/kind-logs (when kind could export them)"
+  exit 1
+fi
+say "cluster $NAME ready in $((SECONDS - t))s"
 
 failures=0
 
@@ -227,15 +295,13 @@ run_upgrade_scenarios() {
   run_e2e sample-fixed pass --from payload/old --to payload/new
   run_e2e sample-buggy finding --from payload/old --to payload/new-buggy
 
-  CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
-  if [[ -d $CORPUS/mco-4.13 ]]; then
-    corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
-      --stub-missing-crds --create-missing-namespaces)
-    run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
-    run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
-  else
-    say "no corpus at $CORPUS; skipping the mco scenarios (set KIND_E2E_CORPUS)"
-  fi
+  corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
+    --stub-missing-crds --create-missing-namespaces)
+  run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
+  run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
+  # A whole release: kind serves no OpenShift API, so the payload brings its own CRDs.
+  run_e2e openshift-multi pass --from "$CORPUS/openshift-multi" --to "$CORPUS/openshift-multi" \
+    --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces
 }
 
 # ---- the operator scenario -------------------------------------------------------------------
@@ -304,7 +370,11 @@ run_operator() {
   local image=$OP_IMAGE holder old t0 took pods
   : >"$HOLDERS"
   say "operator: loading $image into $NAME"
-  kind load docker-image "$image" --name "$NAME" >&2 || return 1
+  if [[ -n $OP_ARCHIVE ]]; then
+    kind load image-archive "$OP_ARCHIVE" --name "$NAME" >&2 || return 1
+  else
+    kind load docker-image "$image" --name "$NAME" >&2 || return 1
+  fi
 
   if [[ $image == minicvo:dev ]]; then
     k apply -k deploy/ >&2 || return 1
