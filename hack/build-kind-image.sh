@@ -2,7 +2,9 @@
 # Builds the kind node image minicvo.local/kind-node:v1.37.2 with no internet: a node that
 # `kind create cluster --image minicvo.local/kind-node:v1.37.2` starts with no config, on
 # machines like ours (cgroup v1, no CAP_SYS_RESOURCE) as on any other. The last line printed is
-# the image name. Needs a Docker daemon (DOCKER_HOST; hack/docker.sh start gives one).
+# the image name. Needs a Docker daemon (DOCKER_HOST; hack/docker.sh start gives one), except
+# with --prepare, which builds the binaries and the root file system only (hack/test.sh runs
+# that while the Rust tests run).
 #
 # What goes in, following kind's node image contract (kind v0.33.0: images/base and
 # pkg/build/nodeimage), none of it from Docker Hub or registry.k8s.io:
@@ -40,8 +42,16 @@ die() {
   exit 1
 }
 
-command -v docker >/dev/null || die "docker is not installed; hack/docker.sh start installs and starts one"
-docker info >/dev/null 2>&1 || die "no Docker daemon answers (DOCKER_HOST=${DOCKER_HOST:-unset}); hint: eval \"\$(hack/docker.sh start)\""
+PREPARE=0
+case ${1:-} in
+  --prepare) PREPARE=1 ;;
+  "") ;;
+  *) die "usage: hack/build-kind-image.sh [--prepare]   (--prepare: the binaries and the root file system only, no Docker needed)" ;;
+esac
+if ((!PREPARE)); then
+  command -v docker >/dev/null || die "docker is not installed; hack/docker.sh start installs and starts one"
+  docker info >/dev/null 2>&1 || die "no Docker daemon answers (DOCKER_HOST=${DOCKER_HOST:-unset}); hint: eval \"\$(hack/docker.sh start)\""
+fi
 
 t0=$SECONDS
 bins=$(bash hack/build-testplane.sh --nodes | tail -n 2)
@@ -72,12 +82,17 @@ if [[ ! -f $ROOTFS ]]; then
   mmdebstrap --variant=minbase --mode=root --include="$PKGS" --aptopt='Acquire::Retries "3"' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-    "$SUITE" "$ROOTFS.partial" \
+    "$SUITE" "${ROOTFS%.tar}.partial.tar" \
     "deb http://deb.debian.org/debian $SUITE main" \
     "deb http://deb.debian.org/debian $SUITE-updates main" \
     "deb http://deb.debian.org/debian-security $SUITE-security main" >&2
-  mv "$ROOTFS.partial" "$ROOTFS"
+  mv "${ROOTFS%.tar}.partial.tar" "$ROOTFS"
   say "root file system built in $((SECONDS - s))s"
+fi
+
+if ((PREPARE)); then
+  say "binaries and root file system ready in $((SECONDS - t0))s"
+  exit 0
 fi
 
 # ---- the cache key of the image ----------------------------------------------------------
@@ -105,6 +120,10 @@ REG_PID=
 BUILD_CTR=
 cleanup() {
   local rc=$?
+  if ((rc != 0)) && [[ -s $WORK/crane.log ]]; then
+    say "crane's log ends:"
+    tail -n 5 "$WORK/crane.log" >&2
+  fi
   [[ -n $REG_PID ]] && { kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; }
   [[ -n $BUILD_CTR ]] && { docker rm -f "$BUILD_CTR" >/dev/null 2>&1 || true; }
   rm -rf "$WORK"
@@ -115,6 +134,7 @@ trap cleanup EXIT
 # ---- the images the node preloads, packed with crane ------------------------------------
 s=$SECONDS
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/registry"
 "$CRANE" registry serve --address "127.0.0.1:$port" --disk "$WORK/registry" >"$WORK/registry.log" 2>&1 &
 REG_PID=$!
 for _ in $(seq 100); do
@@ -178,7 +198,7 @@ PY
 )
 layer local-path-provisioner "$KIND_BIN/local-path-provisioner:usr/local/bin/local-path-provisioner"
 pack local-path-provisioner "$LPP_IMAGE" /usr/local/bin/local-path-provisioner
-layer empty
+layer local-path-helper
 pack local-path-helper "$LPP_HELPER" /bin/sh debian
 # The pod network's image: Debian (bash, curl, jq, ip) and its program.
 layer kind-cni "hack/kind/cni-run.sh:etc/minicvo-kind-cni/run.sh"
@@ -219,7 +239,7 @@ python3 - "$KIND_SRC/pkg/build/nodeimage/const_storage.go" "$F/kind/manifests/de
 import re, sys
 src = open(sys.argv[1]).read()
 consts = dict(re.findall(r'const (\w+) = "([^"]+)"', src))
-body = re.search(r'const defaultStorageManifest = `(.*?)`\n', src, re.S).group(1)
+body = re.search(r'const defaultStorageManifest = `(.*)\n`\n', src, re.S).group(1) + "\n"
 body = re.sub(r'` \+ (\w+) \+ `', lambda m: consts[m.group(1)], body)
 open(sys.argv[2], "w").write(body.lstrip("\n"))
 PY
@@ -264,7 +284,7 @@ for t in "$WORK"/images/*.tar; do
   docker exec -i "$BUILD_CTR" ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned \
     --all-platforms --no-unpack --digests - <"$t" >/dev/null
 done
-docker exec "$BUILD_CTR" ctr --namespace=k8s.io images list -q | sed 's/^/build-kind: preloaded /' >&2
+docker exec "$BUILD_CTR" ctr --namespace=k8s.io images list -q | grep -v -e '^sha256:' -e '^import-' | sed 's/^/build-kind: preloaded /' >&2
 docker exec "$BUILD_CTR" bash -c 'kill $(pidof containerd); for _ in $(seq 100); do pidof containerd >/dev/null || break; sleep 0.1; done; rm -rf /tmp/* /run/containerd'
 docker commit \
   --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \

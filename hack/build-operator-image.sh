@@ -77,6 +77,7 @@ with tarfile.open(src, "w", format=tarfile.PAX_FORMAT) as t:
 PY
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/registry"
 "$CRANE" registry serve --address "127.0.0.1:$port" --disk "$WORK/registry" >"$WORK/registry.log" 2>&1 &
 REG_PID=$!
 for _ in $(seq 100); do

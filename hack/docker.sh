@@ -52,13 +52,27 @@ our_pid() {
   return 0
 }
 
-# Processes whose command line names our state directory (dockerd, its containerd, shims).
+# Processes of ours: the ones whose command line names our state directory (dockerd, its
+# containerd, the shims), docker-proxy for our containers (its command line names their
+# address), and the processes of our containers (cgroupfs: /sys/fs/cgroup/<controller>/docker/<id>).
 our_processes() {
-  local p cmd
+  local p cmd id f prefix=${POOL%%.0.0/*}.
   for p in /proc/[0-9]*; do
     cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
-    [[ $cmd == *"$W/"* ]] && echo "${p#/proc/} $cmd"
+    if [[ $cmd == *"$W/"* || ($cmd == *docker-proxy* && $cmd == *"-container-ip $prefix"*) ]]; then
+      echo "${p#/proc/} $cmd"
+    fi
   done
+  for id in $(ls "$W/data/containers" 2>/dev/null); do
+    for f in /sys/fs/cgroup/pids/docker/"$id"/cgroup.procs /sys/fs/cgroup/systemd/docker/"$id"/cgroup.procs \
+      /sys/fs/cgroup/docker/"$id"/cgroup.procs; do
+      [[ -f $f ]] || continue
+      while read -r p; do
+        [[ -n $p ]] && echo "$p (in container ${id:0:12}) $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80)"
+      done <"$f"
+      break
+    done
+  done | sort -u -n
   return 0
 }
 

@@ -202,9 +202,9 @@ fn pod_reason(pod: &Value) -> Option<String> {
         }
         let image = c["image"].as_str().unwrap_or_default();
         return Some(match reason {
-            "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
-                format!("{reason} {image}")
-            }
+            // One wording for both states of a failing pull, so the hint does not flip.
+            "ErrImagePull" | "ImagePullBackOff" => format!("image {image} cannot be pulled"),
+            "InvalidImageName" | "ErrImageNeverPull" => format!("{reason} {image}"),
             _ => match waiting["message"].as_str() {
                 Some(m) if !m.is_empty() => format!("{reason}: {}", first_line(m)),
                 _ => reason.to_string(),
