@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(
             pods_state(&pods),
             State::NotRunning(
-                "1 pod not ready: ImagePullBackOff registry.example.invalid/op:1".into()
+                "1 pod not ready: image registry.example.invalid/op:1 cannot be pulled".into()
             )
         );
     }
