@@ -19,7 +19,9 @@
 #                                    hack/scenarios/real-pods.sh (stand-in Available through
 #                                    `minicvo apply`; the machine-config story with real pods,
 #                                    buggy denied and fixed clean)
-#   hack/kind-e2e.sh all             every scenario, on one cluster
+#   hack/kind-e2e.sh docs            the step-by-step block of docs/e2e.md ("kind, step by step"),
+#                                    run as written on a cluster of its own (named minicvo)
+#   hack/kind-e2e.sh all             upgrade, operator and real-pods on one cluster, then docs
 #
 # Everything it needs is built or started here when missing, with no internet: a Docker daemon
 # (hack/docker.sh: the one that answers, else our own dockerd, stopped at the end), the node
@@ -57,13 +59,13 @@ say() { echo "kind-e2e: $*" >&2; }
 
 SCENARIO=${1:-upgrade}
 case $SCENARIO in
-  upgrade | operator | real-pods | all) ;;
+  upgrade | operator | real-pods | docs | all) ;;
   -h | --help)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
     exit 0
     ;;
   *)
-    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|real-pods|all]"
+    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|real-pods|docs|all]"
     exit 2
     ;;
 esac
@@ -117,6 +119,9 @@ cleanup() {
     else
       kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
     fi
+  fi
+  if [[ -n ${DOCS_CLUSTER:-} ]] && timeout 20 docker info >/dev/null 2>&1; then
+    kind delete cluster --name "$DOCS_CLUSTER" >&2 || true
   fi
   if [[ -n $DOCKER_OWN && ${KIND_E2E_KEEP:-} != 1 ]]; then
     if bash hack/docker.sh stop; then
@@ -457,14 +462,45 @@ run_real_pods() {
     bash hack/scenarios/real-pods.sh
 }
 
+# ---- the documentation, word for word --------------------------------------------------------
+
+# The block between the kind-walkthrough markers of docs/e2e.md, run as written (bash -e) with
+# minicvo on PATH and KUBECONFIG a file of its own; the cluster it makes is deleted on failure.
+DOCS_CLUSTER=
+run_docs() {
+  local script=$OUT/docs-walkthrough.sh rc=0 t=$SECONDS
+  python3 - docs/e2e.md "$script" <<'EOF' || return 1
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"<!-- kind-walkthrough:start -->\n```sh\n(.*?)```\n<!-- kind-walkthrough:end -->", text, re.S)
+if not m:
+    sys.exit("docs/e2e.md has no kind-walkthrough block")
+open(sys.argv[2], "w").write("set -euo pipefail\n" + m.group(1))
+EOF
+  mkdir -p "$OUT/docs-path"
+  ln -sf "$BIN" "$OUT/docs-path/minicvo"
+  DOCS_CLUSTER=minicvo
+  say "docs: running the kind-walkthrough block of docs/e2e.md ($(grep -cv '^#\|^set ' "$script") commands)"
+  PATH=$OUT/docs-path:$PATH KUBECONFIG=$OUT/docs.kubeconfig bash "$script" >"$OUT/docs.log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    say "docs: the walkthrough failed with exit code $rc; its output ends:"
+    tail -n 15 "$OUT/docs.log" | sed 's/^/    /' >&2
+    return 1
+  fi
+  DOCS_CLUSTER=
+  say "docs: every command of the walkthrough succeeded in $((SECONDS - t))s (output in $OUT/docs.log)"
+}
+
 case $SCENARIO in
   upgrade) run_upgrade_scenarios ;;
   real-pods) run_real_pods || failures=$((failures + 1)) ;;
   operator) run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; } ;;
+  docs) run_docs || failures=$((failures + 1)) ;;
   all)
     run_upgrade_scenarios
     run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
     run_real_pods || failures=$((failures + 1))
+    run_docs || failures=$((failures + 1))
     ;;
 esac
 

@@ -170,10 +170,10 @@ fn pods_state(pods: &[Value]) -> State {
         if ready {
             return State::Running;
         }
-        if let Some(r) = pod_reason(pod) {
-            if !reasons.contains(&r) {
-                reasons.push(r);
-            }
+        if let Some(r) = pod_reason(pod)
+            && !reasons.contains(&r)
+        {
+            reasons.push(r);
         }
     }
     let n = pods.len();
