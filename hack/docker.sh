@@ -123,7 +123,7 @@ host_cleanup() {
   done
   # Rules that mention our pool (MASQUERADE, isolation) wherever they are.
   for c in nat filter; do
-    ipt -t "$c" -S 2>/dev/null | grep -E "${POOL%%.0.0/*}\." | grep '^-A ' | while read -r r; do
+    { ipt -t "$c" -S 2>/dev/null | grep -E "${POOL%%.0.0/*}\." | grep '^-A ' || true; } | while read -r r; do
       eval "ipt -t $c ${r/#-A/-D}" 2>/dev/null || true
     done
   done

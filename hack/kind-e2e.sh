@@ -444,6 +444,15 @@ run_operator() {
   say "operator: $old deleted, $holder leads ${took}s later (released on SIGTERM; expiry would take 60-120 s)"
 }
 
+# The operator leaves with its namespace and RBAC (deploy/), so that it reconciles nothing under
+# the scenarios that follow on the same cluster.
+remove_operator() {
+  local t=$SECONDS
+  k delete -k deploy/ --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 ||
+    say "operator: kubectl delete -k deploy/ did not finish"
+  say "operator: removed deploy/ in $((SECONDS - t))s"
+}
+
 # ---- the real-pod scenarios -----------------------------------------------------------------
 
 # The same script as minicvo's CI runs on the plane with a node (tests/it/node_mco_story.rs,
@@ -499,6 +508,7 @@ case $SCENARIO in
   all)
     run_upgrade_scenarios
     run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
+    remove_operator
     run_real_pods || failures=$((failures + 1))
     run_docs || failures=$((failures + 1))
     ;;
