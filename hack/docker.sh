@@ -58,7 +58,7 @@ our_pid() {
 our_processes() {
   local p cmd id f prefix=${POOL%%.0.0/*}.
   for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
     if [[ $cmd == *"$W/"* || ($cmd == *docker-proxy* && $cmd == *"-container-ip $prefix"*) ]]; then
       echo "${p#/proc/} $cmd"
     fi
@@ -68,7 +68,7 @@ our_processes() {
       /sys/fs/cgroup/docker/"$id"/cgroup.procs; do
       [[ -f $f ]] || continue
       while read -r p; do
-        [[ -n $p ]] && echo "$p (in container ${id:0:12}) $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80)"
+        [[ -n $p ]] && echo "$p (in container ${id:0:12}) $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | cut -c1-80)"
       done <"$f"
       break
     done

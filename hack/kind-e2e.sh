@@ -19,8 +19,8 @@
 #                                    hack/scenarios/real-pods.sh (stand-in Available through
 #                                    `minicvo apply`; the machine-config story with real pods,
 #                                    buggy denied and fixed clean)
-#   hack/kind-e2e.sh docs            the step-by-step block of docs/e2e.md ("kind, step by step"),
-#                                    run as written on a cluster of its own (named minicvo)
+#   hack/kind-e2e.sh docs            the kind walkthroughs of README.md and docs/e2e.md, run as
+#                                    written, each on a cluster of its own (named minicvo)
 #   hack/kind-e2e.sh all             upgrade, operator and real-pods on one cluster, then docs
 #
 # Everything it needs is built or started here when missing, with no internet: a Docker daemon
@@ -473,31 +473,42 @@ run_real_pods() {
 
 # ---- the documentation, word for word --------------------------------------------------------
 
-# The block between the kind-walkthrough markers of docs/e2e.md, run as written (bash -e) with
-# minicvo on PATH and KUBECONFIG a file of its own; the cluster it makes is deleted on failure.
+# The blocks between the kind-walkthrough markers of README.md and docs/e2e.md, each run as
+# written (bash -e) with minicvo on PATH and KUBECONFIG a file of its own; the cluster they make
+# (minicvo) is deleted when one fails.
 DOCS_CLUSTER=
-run_docs() {
-  local script=$OUT/docs-walkthrough.sh rc=0 t=$SECONDS
-  python3 - docs/e2e.md "$script" <<'EOF' || return 1
+run_walkthrough() { # run_walkthrough FILE
+  local doc=$1 name script rc=0 t=$SECONDS
+  name=$(basename "$doc" .md)
+  script=$OUT/walkthrough-$name.sh
+  python3 - "$doc" "$script" <<'EOF' || return 1
 import re, sys
 text = open(sys.argv[1]).read()
 m = re.search(r"<!-- kind-walkthrough:start -->\n```sh\n(.*?)```\n<!-- kind-walkthrough:end -->", text, re.S)
 if not m:
-    sys.exit("docs/e2e.md has no kind-walkthrough block")
+    sys.exit(f"{sys.argv[1]} has no kind-walkthrough block")
 open(sys.argv[2], "w").write("set -euo pipefail\n" + m.group(1))
 EOF
   mkdir -p "$OUT/docs-path"
   ln -sf "$BIN" "$OUT/docs-path/minicvo"
   DOCS_CLUSTER=minicvo
-  say "docs: running the kind-walkthrough block of docs/e2e.md ($(grep -cv '^#\|^set ' "$script") commands)"
-  PATH=$OUT/docs-path:$PATH KUBECONFIG=$OUT/docs.kubeconfig bash "$script" >"$OUT/docs.log" 2>&1 || rc=$?
+  say "docs: running the kind walkthrough of $doc ($(grep -cv '^#\|^set ' "$script") commands)"
+  PATH=$OUT/docs-path:$PATH KUBECONFIG=$OUT/walkthrough-$name.kubeconfig bash "$script" >"$OUT/walkthrough-$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
-    say "docs: the walkthrough failed with exit code $rc; its output ends:"
-    tail -n 15 "$OUT/docs.log" | sed 's/^/    /' >&2
+    say "docs: the walkthrough of $doc failed with exit code $rc; its output ends:"
+    tail -n 15 "$OUT/walkthrough-$name.log" | sed 's/^/    /' >&2
+    kind delete cluster --name minicvo >/dev/null 2>&1 || true
+    DOCS_CLUSTER=
     return 1
   fi
   DOCS_CLUSTER=
-  say "docs: every command of the walkthrough succeeded in $((SECONDS - t))s (output in $OUT/docs.log)"
+  say "docs: every command of $doc's walkthrough succeeded in $((SECONDS - t))s (output in $OUT/walkthrough-$name.log)"
+}
+run_docs() {
+  local ok=0
+  run_walkthrough README.md || ok=1
+  run_walkthrough docs/e2e.md || ok=1
+  return "$ok"
 }
 
 case $SCENARIO in
