@@ -1,5 +1,6 @@
 //! What ClusterVersion `version` asks for, read the CVO's way: the release
-//! (`spec.desiredUpdate`, else the release the operator itself runs), the overrides
+//! (`spec.desiredUpdate`, a version alone resolved to its image through
+//! `status.availableUpdates`; else the release the operator itself runs), the overrides
 //! (`spec.overrides`) and the capabilities (`spec.capabilities`: a baseline set plus additional
 //! ones). A change of any of them is new work.
 
@@ -53,7 +54,14 @@ pub fn from_cluster_version(
             .to_string()
     };
     let mut version = text("/desiredUpdate/version");
-    let image = text("/desiredUpdate/image");
+    let mut image = text("/desiredUpdate/image");
+    if image.is_empty() && !version.is_empty() {
+        // A version alone is resolved through `status.availableUpdates` (the update graph),
+        // as the CVO resolves it; unresolved, it is looked for among the payloads at hand.
+        if let Some(i) = cluster_version.and_then(|cv| crate::graph::status::resolve_version(cv, &version)) {
+            image = i;
+        }
+    }
     if version.is_empty() && image.is_empty() {
         // No request: what the cluster last went to, else the operator's own release.
         version = cluster_version
