@@ -60,6 +60,7 @@ pub mod rbac;
 pub mod schema;
 pub mod simulate;
 pub mod stub_crds;
+pub mod upgrade_status;
 
 pub use filter::Filters;
 pub use manifest::{Manifest, ObjectId};
