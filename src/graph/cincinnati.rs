@@ -171,7 +171,11 @@ struct ConditionalEdge {
 /// [`GraphError`]: `ResponseInvalid` for a body that is not a graph (bad JSON, wrong types,
 /// too deep, an edge to no node, an invalid node, more than the CRD holds),
 /// `VersionNotFound` when `version` is not a node.
-pub fn updates(body: &[u8], version: &semver::Version, channel: &str) -> Result<Updates, GraphError> {
+pub fn updates(
+    body: &[u8],
+    version: &semver::Version,
+    channel: &str,
+) -> Result<Updates, GraphError> {
     let graph: Graph =
         serde_json::from_slice(body).map_err(|e| GraphError::invalid(e.to_string()))?;
     let n = graph.nodes.len();
@@ -182,7 +186,9 @@ pub fn updates(body: &[u8], version: &semver::Version, channel: &str) -> Result<
     else {
         return Err(GraphError::new(
             "VersionNotFound",
-            format!("currently reconciling cluster version {version} not found in the {channel:?} channel"),
+            format!(
+                "currently reconciling cluster version {version} not found in the {channel:?} channel"
+            ),
         ));
     };
     let current = release(&graph.nodes[current_index])
@@ -204,8 +210,9 @@ pub fn updates(body: &[u8], version: &semver::Version, channel: &str) -> Result<
             )));
         }
         updates.push(
-            release(node)
-                .map_err(|e| GraphError::invalid(format!("invalid recommended update node: {e}")))?,
+            release(node).map_err(|e| {
+                GraphError::invalid(format!("invalid recommended update node: {e}"))
+            })?,
         );
     }
 
@@ -293,7 +300,10 @@ pub fn updates(body: &[u8], version: &semver::Version, channel: &str) -> Result<
 
 /// What the ClusterVersion CRD would refuse: caught here so that the status write never fails
 /// on the service's answer.
-fn check_crd_limits(conditional: &[ConditionalUpdate], version: &semver::Version) -> Result<(), GraphError> {
+fn check_crd_limits(
+    conditional: &[ConditionalUpdate],
+    version: &semver::Version,
+) -> Result<(), GraphError> {
     if conditional.len() > MAX_CONDITIONAL_UPDATES {
         return Err(GraphError::invalid(format!(
             "{} conditional updates from {version}; ClusterVersion holds at most {MAX_CONDITIONAL_UPDATES}",
@@ -451,9 +461,7 @@ mod tests {
 
     #[test]
     fn conditional_edges_win_over_edges_and_unknown_rules_are_pruned() {
-        let risk = |name: &str, rules: Value| {
-            json!({"name": name, "message": "m", "url": "https://bug.example/1", "matchingRules": rules})
-        };
+        let risk = |name: &str, rules: Value| json!({"name": name, "message": "m", "url": "https://bug.example/1", "matchingRules": rules});
         let g = json!({
             "nodes": [node("4.13.0"), node("4.13.1"), node("4.14.0"), node("4.14.1")],
             "edges": [[0, 1], [0, 2]],
@@ -485,8 +493,14 @@ mod tests {
         assert_eq!(reason(b"not json").reason, "ResponseInvalid");
         // Wrong types.
         assert_eq!(reason(br#"{"nodes": "many"}"#).reason, "ResponseInvalid");
-        assert_eq!(reason(br#"{"nodes": [{"version": 4}]}"#).reason, "ResponseInvalid");
-        assert_eq!(reason(br#"{"nodes": [{"version": "4.x"}]}"#).reason, "ResponseInvalid");
+        assert_eq!(
+            reason(br#"{"nodes": [{"version": 4}]}"#).reason,
+            "ResponseInvalid"
+        );
+        assert_eq!(
+            reason(br#"{"nodes": [{"version": "4.x"}]}"#).reason,
+            "ResponseInvalid"
+        );
         let bad_edge = graph(&json!({"nodes": [node("4.13.0")], "edges": [[0, 7]]}));
         let e = reason(&bad_edge);
         assert_eq!(e.message, "edge [0, 7] leads to no node (the graph has 1)");
@@ -521,6 +535,9 @@ mod tests {
         let g = json!({"nodes": [node("4.13.0"), node("4.14.0")], "conditionalEdges": [{
             "edges": [{"from": "4.13.0", "to": "4.14.0"}],
             "risks": [{"name": "R", "message": "", "url": "https://x", "matchingRules": [{"type": "Always"}]}]}]});
-        assert_eq!(updates(&graph(&g), &v("4.13.0"), "c").unwrap_err().reason, "ResponseInvalid");
+        assert_eq!(
+            updates(&graph(&g), &v("4.13.0"), "c").unwrap_err().reason,
+            "ResponseInvalid"
+        );
     }
 }

@@ -213,7 +213,10 @@ pub fn status_entries(evaluated: &[Evaluated], previous: Option<&Value>, now: &s
         .map(|e| {
             let old = previous
                 .and_then(Value::as_array)
-                .and_then(|l| l.iter().find(|c| c["release"]["image"] == e.update.release.image.as_str()))
+                .and_then(|l| {
+                    l.iter()
+                        .find(|c| c["release"]["image"] == e.update.release.image.as_str())
+                })
                 .and_then(|c| c["conditions"].as_array())
                 .and_then(|l| l.iter().find(|c| c["type"] == "Recommended"));
             let since = old
@@ -271,19 +274,31 @@ mod tests {
         let all = evaluate(&[
             update("4.14.0", vec![risk("Boom", "Always")]),
             update("4.14.1", vec![risk("NeedsMetrics", "PromQL")]),
-            update("4.14.2", vec![risk("Boom", "Always"), risk("NeedsMetrics", "PromQL")]),
+            update(
+                "4.14.2",
+                vec![risk("Boom", "Always"), risk("NeedsMetrics", "PromQL")],
+            ),
             update("4.14.3", vec![risk("has-dash", "Always")]),
         ]);
         assert_eq!((all[0].status, all[0].reason.as_str()), ("False", "Boom"));
-        assert_eq!(all[0].message, "Boom breaks things. https://bug.example/Boom");
-        assert_eq!((all[1].status, all[1].reason.as_str()), ("Unknown", "EvaluationFailed"));
+        assert_eq!(
+            all[0].message,
+            "Boom breaks things. https://bug.example/Boom"
+        );
+        assert_eq!(
+            (all[1].status, all[1].reason.as_str()),
+            ("Unknown", "EvaluationFailed")
+        );
         assert_eq!(
             all[1].message,
             format!(
                 "Could not evaluate exposure to update risk NeedsMetrics ({NO_PROMQL})\n  NeedsMetrics description: NeedsMetrics breaks things.\n  NeedsMetrics URL: https://bug.example/NeedsMetrics"
             )
         );
-        assert_eq!((all[2].status, all[2].reason.as_str()), ("False", "MultipleReasons"));
+        assert_eq!(
+            (all[2].status, all[2].reason.as_str()),
+            ("False", "MultipleReasons")
+        );
         assert_eq!(all[3].reason, "ExposedToRisks");
         let rec = recommended(&[], &all);
         assert!(rec.is_empty());

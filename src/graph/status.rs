@@ -115,8 +115,18 @@ fn check_uuid(id: &str) -> Result<(), String> {
     let body = match id.len() {
         36 => id,
         38 if id.starts_with('{') && id.ends_with('}') => &id[1..37],
-        45 if id.get(..9).is_some_and(|p| p.eq_ignore_ascii_case("urn:uuid:")) => &id[9..],
-        45 => return Err(format!("invalid urn prefix: {:?}", id.get(..9).unwrap_or(id))),
+        45 if id
+            .get(..9)
+            .is_some_and(|p| p.eq_ignore_ascii_case("urn:uuid:")) =>
+        {
+            &id[9..]
+        }
+        45 => {
+            return Err(format!(
+                "invalid urn prefix: {:?}",
+                id.get(..9).unwrap_or(id)
+            ));
+        }
         32 if hex(id) => return Ok(()),
         32 => return Err("invalid UUID format".into()),
         n => return Err(format!("invalid UUID length: {n}")),
@@ -319,12 +329,27 @@ mod tests {
     #[test]
     fn the_cvo_checks_come_in_its_order() {
         let reason = |spec: Value, version: &str| query(&cv(&spec), version).unwrap_err().0;
-        assert_eq!(reason(json!({"channel": "stable-4.14"}), "4.13.0"), "NoUpstream");
-        assert_eq!(reason(json!({"upstream": "::", "channel": "c"}), "4.13.0"), "InvalidURI");
+        assert_eq!(
+            reason(json!({"channel": "stable-4.14"}), "4.13.0"),
+            "NoUpstream"
+        );
+        assert_eq!(
+            reason(json!({"upstream": "::", "channel": "c"}), "4.13.0"),
+            "InvalidURI"
+        );
         let up = "http://127.0.0.1:1/graph";
-        assert_eq!(reason(json!({"upstream": up, "clusterID": "x"}), "4.13.0"), "InvalidID");
-        assert_eq!(reason(json!({"upstream": up, "clusterID": ID}), ""), "NoCurrentVersion");
-        assert_eq!(reason(json!({"upstream": up, "clusterID": ID}), "4.13.0"), "NoChannel");
+        assert_eq!(
+            reason(json!({"upstream": up, "clusterID": "x"}), "4.13.0"),
+            "InvalidID"
+        );
+        assert_eq!(
+            reason(json!({"upstream": up, "clusterID": ID}), ""),
+            "NoCurrentVersion"
+        );
+        assert_eq!(
+            reason(json!({"upstream": up, "clusterID": ID}), "4.13.0"),
+            "NoChannel"
+        );
         let spec = json!({"upstream": up, "clusterID": ID, "channel": "c"});
         assert_eq!(reason(spec.clone(), "4.13"), "InvalidCurrentVersion");
         let q = query(&cv(&spec), "4.13.0").unwrap();
@@ -343,7 +368,10 @@ mod tests {
         assert!(check_uuid(&format!("urn:uuid:{ID}")).is_ok());
         assert!(check_uuid(&ID.replace('-', "")).is_ok());
         assert_eq!(check_uuid("abc").unwrap_err(), "invalid UUID length: 3");
-        assert_eq!(check_uuid(&ID.replace('-', "x")).unwrap_err(), "invalid UUID format");
+        assert_eq!(
+            check_uuid(&ID.replace('-', "x")).unwrap_err(),
+            "invalid UUID format"
+        );
     }
 
     #[test]
@@ -355,15 +383,29 @@ mod tests {
             "edges": [[0, 1]],
             "conditionalEdges": [{"edges": [{"from": "4.13.0", "to": "4.14.1"}],
               "risks": [{"name": "R", "message": "m", "url": "https://x", "matchingRules": [{"type": "PromQL", "promql": {"promql": "1"}}]}]}]});
-        let u = cincinnati::updates(&serde_json::to_vec(&graph).unwrap(), &semver::Version::new(4, 13, 0), "c").unwrap();
+        let u = cincinnati::updates(
+            &serde_json::to_vec(&graph).unwrap(),
+            &semver::Version::new(4, 13, 0),
+            "c",
+        )
+        .unwrap();
         let r = Retrieved::success(&u, false);
         let s = with_updates(&json!({"conditions": []}), &r, "2026-01-01T00:00:00Z");
-        assert_eq!(s["availableUpdates"], json!([{"version": "4.14.0", "image": "img:4.14.0"}]));
-        assert_eq!(s["conditionalUpdates"][0]["conditions"][0]["status"], "Unknown");
+        assert_eq!(
+            s["availableUpdates"],
+            json!([{"version": "4.14.0", "image": "img:4.14.0"}])
+        );
+        assert_eq!(
+            s["conditionalUpdates"][0]["conditions"][0]["status"],
+            "Unknown"
+        );
         assert_eq!(s["conditions"][0]["type"], "RetrievedUpdates");
         assert!(s["conditions"][0].get("reason").is_none());
         let cvo = json!({"status": s});
-        assert_eq!(resolve_version(&cvo, "4.14.0").as_deref(), Some("img:4.14.0"));
+        assert_eq!(
+            resolve_version(&cvo, "4.14.0").as_deref(),
+            Some("img:4.14.0")
+        );
         assert_eq!(resolve_version(&cvo, "4.14.1"), None, "not recommended");
 
         // A failure keeps a previous success's updates only when asked to.
@@ -385,7 +427,12 @@ mod tests {
         carry_over(&s, &mut other);
         assert_eq!(other["availableUpdates"], s["availableUpdates"]);
         assert_eq!(other["conditionalUpdates"], s["conditionalUpdates"]);
-        let types: Vec<&str> = other["conditions"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+        let types: Vec<&str> = other["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
         assert_eq!(types, ["Available", "RetrievedUpdates"]);
         assert_eq!(other["conditions"][1]["status"], "True");
     }

@@ -50,43 +50,44 @@ pub fn json(cluster_version: &Value) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    let recommended_updates: Vec<Value> = sorted(
-        cluster_version.pointer("/status/availableUpdates"),
-        |u| text_of(u, "version"),
-    )
-    .into_iter()
-    .map(|u| {
-        json!({
-            "version": text_of(u, "version"),
-            "image": text_of(u, "image"),
-            "url": text_of(u, "url"),
-            "channels": u.get("channels").cloned().unwrap_or_else(|| json!([])),
+    let recommended_updates: Vec<Value> =
+        sorted(cluster_version.pointer("/status/availableUpdates"), |u| {
+            text_of(u, "version")
         })
-    })
-    .collect();
-    let conditional: Vec<Value> = sorted(cluster_version.pointer("/status/conditionalUpdates"), |u| {
-        u.pointer("/release/version")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    })
-    .into_iter()
-    .map(|u| {
-        let risks: Vec<Value> = u["risks"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .map(|r| json!({"name": text_of(r, "name"), "url": text_of(r, "url")}))
-                    .collect()
+        .into_iter()
+        .map(|u| {
+            json!({
+                "version": text_of(u, "version"),
+                "image": text_of(u, "image"),
+                "url": text_of(u, "url"),
+                "channels": u.get("channels").cloned().unwrap_or_else(|| json!([])),
             })
-            .unwrap_or_default();
-        json!({
-            "version": text_of(&u["release"], "version"),
-            "image": text_of(&u["release"], "image"),
-            "recommended": recommended(u).map_or(Value::Null, plain_condition),
-            "risks": risks,
         })
-    })
-    .collect();
+        .collect();
+    let conditional: Vec<Value> =
+        sorted(cluster_version.pointer("/status/conditionalUpdates"), |u| {
+            u.pointer("/release/version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        })
+        .into_iter()
+        .map(|u| {
+            let risks: Vec<Value> = u["risks"]
+                .as_array()
+                .map(|l| {
+                    l.iter()
+                        .map(|r| json!({"name": text_of(r, "name"), "url": text_of(r, "url")}))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({
+                "version": text_of(&u["release"], "version"),
+                "image": text_of(&u["release"], "image"),
+                "recommended": recommended(u).map_or(Value::Null, plain_condition),
+                "risks": risks,
+            })
+        })
+        .collect();
     json!({
         "version": text_of(&desired, "version"),
         "image": text_of(&desired, "image"),

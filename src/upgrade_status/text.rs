@@ -75,7 +75,8 @@ pub fn text(cluster_version: &Value, include_not_recommended: bool) -> Shown {
     if let Some(c) = condition(cluster_version, "Upgradeable").filter(|c| c["status"] == "False") {
         let _ = write!(out, "Upgradeable=False\n\n{}\n", reason_message(c));
     }
-    if let Some(c) = condition(cluster_version, "ReleaseAccepted").filter(|c| c["status"] != "True") {
+    if let Some(c) = condition(cluster_version, "ReleaseAccepted").filter(|c| c["status"] != "True")
+    {
         let _ = write!(
             out,
             "ReleaseAccepted={}\n\n{}\n",
@@ -87,7 +88,9 @@ pub fn text(cluster_version: &Value, include_not_recommended: bool) -> Shown {
     let channel = text_of(spec, "channel");
     if !channel.is_empty() {
         match text_of(spec, "upstream") {
-            "" => out.push_str("Upstream is unset, so the cluster will use an appropriate default.\n"),
+            "" => {
+                out.push_str("Upstream is unset, so the cluster will use an appropriate default.\n")
+            }
             u => {
                 let _ = writeln!(out, "Upstream: {u}");
             }
@@ -107,7 +110,8 @@ pub fn text(cluster_version: &Value, include_not_recommended: bool) -> Shown {
             );
         }
     }
-    let retrieved = condition(cluster_version, "RetrievedUpdates").filter(|c| c["status"] == "False");
+    let retrieved =
+        condition(cluster_version, "RetrievedUpdates").filter(|c| c["status"] == "False");
     let available = sorted(cluster_version.pointer("/status/availableUpdates"), |u| {
         text_of(u, "version")
     });
@@ -149,7 +153,11 @@ pub fn text(cluster_version: &Value, include_not_recommended: bool) -> Shown {
     });
     let not_recommended: Vec<(&Value, &Value)> = conditional
         .iter()
-        .filter_map(|u| recommended(u).filter(|c| c["status"] != "True").map(|c| (*u, c)))
+        .filter_map(|u| {
+            recommended(u)
+                .filter(|c| c["status"] != "True")
+                .map(|c| (*u, c))
+        })
         .collect();
     if include_not_recommended {
         if not_recommended.is_empty() {
@@ -176,7 +184,12 @@ pub fn text(cluster_version: &Value, include_not_recommended: bool) -> Shown {
             .flatten()
             .filter_map(recommended)
             .find(|c| c["status"] != "True" && c["status"] != "False")
-            .map(|c| format!(", or where the recommended status is {:?},", text_of(c, "status")))
+            .map(|c| {
+                format!(
+                    ", or where the recommended status is {:?},",
+                    text_of(c, "status")
+                )
+            })
             .unwrap_or_default();
         let _ = writeln!(
             out,
@@ -225,7 +238,13 @@ mod tests {
                 "conditions": [{"type": "Recommended", "status": "Unknown", "reason": "EvaluationFailed",
                                 "message": "Could not evaluate exposure to update risk R (x)\n  R description: d\n  R URL: https://x"}]}],
         });
-        let shown = text(&cv(&conditions(&json!({"type": "RetrievedUpdates", "status": "True"})), &status), false);
+        let shown = text(
+            &cv(
+                &conditions(&json!({"type": "RetrievedUpdates", "status": "True"})),
+                &status,
+            ),
+            false,
+        );
         assert_eq!(shown.stderr, "");
         assert_eq!(
             shown.stdout,
@@ -242,9 +261,16 @@ mod tests {
              \n\
              Additional updates which are not recommended, or where the recommended status is \"Unknown\", for your cluster configuration are available, to view those re-run the command with --include-not-recommended.\n"
         );
-        let all = text(&cv(&conditions(&json!({"type": "RetrievedUpdates", "status": "True"})), &status), true);
-        assert!(all.stdout.ends_with(
-            "\nUpdates with known issues:\n\
+        let all = text(
+            &cv(
+                &conditions(&json!({"type": "RetrievedUpdates", "status": "True"})),
+                &status,
+            ),
+            true,
+        );
+        assert!(
+            all.stdout.ends_with(
+                "\nUpdates with known issues:\n\
              \n\
             \x20 Version: 4.14.1\n\
             \x20 Image: quay.example/r@sha256:141\n\
@@ -252,7 +278,10 @@ mod tests {
             \x20 Message: Could not evaluate exposure to update risk R (x)\n\
             \x20   R description: d\n\
             \x20   R URL: https://x\n"
-        ), "{}", all.stdout);
+            ),
+            "{}",
+            all.stdout
+        );
     }
 
     #[test]

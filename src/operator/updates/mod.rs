@@ -171,7 +171,10 @@ async fn refresh(cache: Option<Cache>, query: Query, options: &UpdatesOptions) -
             let keep = previous.and_then(|p| p.good).filter(|(_, at)| {
                 periodic
                     && now.duration_since(*at) < KEEP_ON_FAILURE
-                    && matches!(e.reason, "RemoteFailed" | "ResponseFailed" | "ResponseInvalid")
+                    && matches!(
+                        e.reason,
+                        "RemoteFailed" | "ResponseFailed" | "ResponseInvalid"
+                    )
             });
             Cache {
                 retrieved: Retrieved::failed(&e, keep.as_ref().map(|(r, _)| r)),

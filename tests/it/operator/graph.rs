@@ -85,10 +85,21 @@ fn same_as_oc(cv: &Value, include_not_recommended: bool, run: &support::cli::Run
         c.arg("--include-not-recommended");
     }
     assert!(c.status().unwrap().success());
-    let read = |ext: &str| std::fs::read_to_string(dir.path().join(format!("cv.json.{ext}"))).unwrap();
-    assert_eq!(support::cli::stable(&read("stdout")), run.stdout, "oc's stdout");
-    assert_eq!(support::cli::stable(&read("stderr")), run.stderr, "oc's stderr");
-    eprintln!("oc adm upgrade (include-not-recommended: {include_not_recommended}) printed the same");
+    let read =
+        |ext: &str| std::fs::read_to_string(dir.path().join(format!("cv.json.{ext}"))).unwrap();
+    assert_eq!(
+        support::cli::stable(&read("stdout")),
+        run.stdout,
+        "oc's stdout"
+    );
+    assert_eq!(
+        support::cli::stable(&read("stderr")),
+        run.stderr,
+        "oc's stderr"
+    );
+    eprintln!(
+        "oc adm upgrade (include-not-recommended: {include_not_recommended}) printed the same"
+    );
 }
 
 fn retrieved(cv: &Value) -> (String, String, String) {
@@ -108,10 +119,19 @@ fn versions(list: &Value, pointer: &str) -> Vec<String> {
 
 /// Waits for `RetrievedUpdates` with `reason` (empty: `True`).
 async fn wait_retrieved(client: &kube::Client, reason: &str) -> Value {
-    wait_cv(client, &format!("RetrievedUpdates {reason:?}"), Duration::from_secs(30), |cv| {
-        let (s, r, _) = retrieved(cv);
-        if reason.is_empty() { s == "True" } else { r == reason }
-    })
+    wait_cv(
+        client,
+        &format!("RetrievedUpdates {reason:?}"),
+        Duration::from_secs(30),
+        |cv| {
+            let (s, r, _) = retrieved(cv);
+            if reason.is_empty() {
+                s == "True"
+            } else {
+                r == reason
+            }
+        },
+    )
     .await
 }
 
@@ -127,7 +147,11 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     service.serve(200, body(&graph(&new_image)));
     let sim = simulator("old").await;
     // Only 4.13.0 is on disk: 4.14.0 can only come through the graph.
-    let mut op = Operator::start("graph", &payloads(&["old"]), &["--no-leader-elect", "--no-cache"]);
+    let mut op = Operator::start(
+        "graph",
+        &payloads(&["old"]),
+        &["--no-leader-elect", "--no-cache"],
+    );
     wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
         history_is(cv, 0, "4.13.0", "Completed")
     })
@@ -138,9 +162,17 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     let cv = wait_retrieved(&client, "NoUpstream").await;
     assert_eq!(
         retrieved(&cv),
-        ("False".into(), "NoUpstream".into(), "No updateService server has been set to retrieve updates.".into())
+        (
+            "False".into(),
+            "NoUpstream".into(),
+            "No updateService server has been set to retrieve updates.".into()
+        )
     );
-    assert!(cv["status"]["availableUpdates"].is_null(), "{:#}", cv["status"]);
+    assert!(
+        cv["status"]["availableUpdates"].is_null(),
+        "{:#}",
+        cv["status"]
+    );
     let run = status_cli(&[]);
     assert_eq!(run.stdout, "Cluster version is 4.13.0\n\n");
     assert_eq!(
@@ -152,14 +184,20 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     // An upstream without a channel: NoChannel.
     patch_cv(&json!({"spec": {"upstream": service.url}}).to_string());
     let cv = wait_retrieved(&client, "NoChannel").await;
-    assert_eq!(retrieved(&cv).2, "The update channel has not been configured.");
+    assert_eq!(
+        retrieved(&cv).2,
+        "The update channel has not been configured."
+    );
     assert!(service.asked().is_empty(), "asked without a channel");
 
     // A channel: the graph is fetched and the updates listed.
     let set = Instant::now();
     patch_cv(&json!({"spec": {"channel": CHANNEL}}).to_string());
     let cv = wait_retrieved(&client, "").await;
-    eprintln!("channel set → availableUpdates written: {:.2}s", set.elapsed().as_secs_f64());
+    eprintln!(
+        "channel set → availableUpdates written: {:.2}s",
+        set.elapsed().as_secs_f64()
+    );
     let id = cv["spec"]["clusterID"].as_str().unwrap();
     let asked = service.asked().last().cloned().unwrap();
     assert_eq!(
@@ -179,14 +217,30 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
         ]),
         "{status:#}"
     );
-    assert_eq!(versions(&status["conditionalUpdates"], "/release/version"), ["4.14.2", "4.14.1"]);
+    assert_eq!(
+        versions(&status["conditionalUpdates"], "/release/version"),
+        ["4.14.2", "4.14.1"]
+    );
     let recommended = |i: usize| {
         let c = &status["conditionalUpdates"][i]["conditions"][0];
         (c["type"].clone(), c["status"].clone(), c["reason"].clone())
     };
-    assert_eq!(recommended(0), (json!("Recommended"), json!("False"), json!("AlwaysBroken")));
-    assert_eq!(recommended(1), (json!("Recommended"), json!("Unknown"), json!("EvaluationFailed")));
-    assert_eq!(status["conditionalUpdates"][1]["risks"][0]["name"], "NeedsMetrics");
+    assert_eq!(
+        recommended(0),
+        (json!("Recommended"), json!("False"), json!("AlwaysBroken"))
+    );
+    assert_eq!(
+        recommended(1),
+        (
+            json!("Recommended"),
+            json!("Unknown"),
+            json!("EvaluationFailed")
+        )
+    );
+    assert_eq!(
+        status["conditionalUpdates"][1]["risks"][0]["name"],
+        "NeedsMetrics"
+    );
 
     // `minicvo status`: oc adm upgrade's text, with and without the updates not recommended.
     let table = format!(
@@ -197,7 +251,9 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     let run = status_cli(&[]);
     assert_eq!(
         run.stdout,
-        format!("{table}\nAdditional updates which are not recommended, or where the recommended status is \"Unknown\", for your cluster configuration are available, to view those re-run the command with --include-not-recommended.\n")
+        format!(
+            "{table}\nAdditional updates which are not recommended, or where the recommended status is \"Unknown\", for your cluster configuration are available, to view those re-run the command with --include-not-recommended.\n"
+        )
     );
     assert_eq!(run.stderr, "");
     same_as_oc(&cv, false, &run);
@@ -215,9 +271,18 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     let run = status_cli(&["-o", "json"]);
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(doc["version"], "4.13.0");
-    assert_eq!((doc["channel"].as_str(), doc["upstream"].as_str()), (Some(CHANNEL), Some(service.url.as_str())));
-    assert_eq!(versions(&doc["recommendedUpdates"], "/version"), ["4.14.0", "4.13.1"]);
-    assert_eq!(doc["conditionalUpdates"][1]["recommended"]["status"], "Unknown");
+    assert_eq!(
+        (doc["channel"].as_str(), doc["upstream"].as_str()),
+        (Some(CHANNEL), Some(service.url.as_str()))
+    );
+    assert_eq!(
+        versions(&doc["recommendedUpdates"], "/version"),
+        ["4.14.0", "4.13.1"]
+    );
+    assert_eq!(
+        doc["conditionalUpdates"][1]["recommended"]["status"],
+        "Unknown"
+    );
     assert_eq!(doc["retrievedUpdates"]["status"], "True");
     assert_eq!(doc["progressing"]["message"], "Cluster version is 4.13.0");
 
@@ -236,13 +301,57 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     );
     let huge = vec![b' '; 17 * 1024 * 1024];
     let failures: Vec<(u16, Vec<u8>, &str, String, bool)> = vec![
-        (500, good.clone(), "ResponseFailed", "unexpected HTTP status: 500 Internal Server Error".into(), true),
-        (200, b"{\"nodes\": [".to_vec(), "ResponseInvalid", "EOF while parsing".into(), true),
-        (200, br#"{"nodes": [{"version": 4.13, "payload": 7}], "edges": "many"}"#.to_vec(), "ResponseInvalid", "invalid type".into(), true),
-        (200, deep.into_bytes(), "ResponseInvalid", "recursion limit exceeded".into(), true),
-        (200, huge, "ResponseFailed", "the graph is larger than 16 MiB".into(), true),
-        (200, body(&bad_edge), "ResponseInvalid", "edge [0, 99] leads to no node (the graph has 5)".into(), true),
-        (200, body(&missing_current), "VersionNotFound", format!("currently reconciling cluster version 4.13.0 not found in the \"{CHANNEL}\" channel"), false),
+        (
+            500,
+            good.clone(),
+            "ResponseFailed",
+            "unexpected HTTP status: 500 Internal Server Error".into(),
+            true,
+        ),
+        (
+            200,
+            b"{\"nodes\": [".to_vec(),
+            "ResponseInvalid",
+            "EOF while parsing".into(),
+            true,
+        ),
+        (
+            200,
+            br#"{"nodes": [{"version": 4.13, "payload": 7}], "edges": "many"}"#.to_vec(),
+            "ResponseInvalid",
+            "invalid type".into(),
+            true,
+        ),
+        (
+            200,
+            deep.into_bytes(),
+            "ResponseInvalid",
+            "recursion limit exceeded".into(),
+            true,
+        ),
+        (
+            200,
+            huge,
+            "ResponseFailed",
+            "the graph is larger than 16 MiB".into(),
+            true,
+        ),
+        (
+            200,
+            body(&bad_edge),
+            "ResponseInvalid",
+            "edge [0, 99] leads to no node (the graph has 5)".into(),
+            true,
+        ),
+        (
+            200,
+            body(&missing_current),
+            "VersionNotFound",
+            format!(
+                "currently reconciling cluster version 4.13.0 not found in the \"{CHANNEL}\" channel"
+            ),
+            false,
+        ),
     ];
     for (code, answer, reason, message, keeps) in failures {
         let started = Instant::now();
@@ -254,9 +363,21 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
             m.starts_with("Unable to retrieve available updates: ") && m.contains(&message),
             "{reason}: {m}"
         );
-        assert_eq!(!cv["status"]["availableUpdates"].is_null(), keeps, "{reason}: {:#}", cv["status"]);
-        assert!(op.child.try_wait().unwrap().is_none(), "the operator stopped on {reason}\n{}", op.log());
-        eprintln!("{reason} reported {:.2}s after the service changed", started.elapsed().as_secs_f64());
+        assert_eq!(
+            !cv["status"]["availableUpdates"].is_null(),
+            keeps,
+            "{reason}: {:#}",
+            cv["status"]
+        );
+        assert!(
+            op.child.try_wait().unwrap().is_none(),
+            "the operator stopped on {reason}\n{}",
+            op.log()
+        );
+        eprintln!(
+            "{reason} reported {:.2}s after the service changed",
+            started.elapsed().as_secs_f64()
+        );
         service.serve(200, good.clone());
         wait_retrieved(&client, "").await;
     }
@@ -266,19 +387,29 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     let cv = wait_retrieved(&client, "RemoteFailed").await;
     let m = retrieved(&cv).2;
     assert!(
-        m.starts_with(&format!("Unable to retrieve available updates: Get \"{closed}?arch=")) && m.to_lowercase().contains("connection refused"),
+        m.starts_with(&format!(
+            "Unable to retrieve available updates: Get \"{closed}?arch="
+        )) && m.to_lowercase().contains("connection refused"),
         "{m}"
     );
     assert!(cv["status"]["availableUpdates"].is_null());
     let run = status_cli(&[]);
-    assert!(run.stderr.starts_with("warning: Cannot display available updates:\n  Reason: RemoteFailed\n"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("warning: Cannot display available updates:\n  Reason: RemoteFailed\n"),
+        "{}",
+        run.stderr
+    );
     patch_cv(&json!({"spec": {"upstream": service.url}}).to_string());
     wait_retrieved(&client, "").await;
 
     // A version the graph does not offer: refused as the CVO refuses it, nothing written.
     let before = written(&client).await;
     patch_cv(&json!({"spec": {"desiredUpdate": {"version": "4.99.0"}}}).to_string());
-    let cv = wait_cv(&client, "Invalid=True", Duration::from_secs(30), |cv| condition(cv, "Invalid").0 == "True").await;
+    let cv = wait_cv(&client, "Invalid=True", Duration::from_secs(30), |cv| {
+        condition(cv, "Invalid").0 == "True"
+    })
+    .await;
     assert_eq!(
         condition(&cv, "Invalid"),
         (
@@ -288,9 +419,17 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
         )
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(written(&client).await, before, "objects written for a refused version");
+    assert_eq!(
+        written(&client).await,
+        before,
+        "objects written for a refused version"
+    );
     let cv = super::support_op::cluster_version(&client).await.unwrap();
-    assert!(history_is(&cv, 0, "4.13.0", "Completed"), "{:#}", cv["status"]["history"]);
+    assert!(
+        history_is(&cv, 0, "4.13.0", "Completed"),
+        "{:#}",
+        cv["status"]["history"]
+    );
 
     // A version the graph offers: resolved to its image, pulled and applied.
     let sim = simulator("new").await;
@@ -300,21 +439,50 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
         history_is(cv, 0, "4.14.0", "Completed")
     })
     .await;
-    eprintln!("desiredUpdate 4.14.0 by version → Completed: {:.2}s", patched.elapsed().as_secs_f64());
+    eprintln!(
+        "desiredUpdate 4.14.0 by version → Completed: {:.2}s",
+        patched.elapsed().as_secs_f64()
+    );
     sim.stop().await;
-    assert_eq!(cv["status"]["history"][0]["image"], new_image.as_str(), "{:#}", cv["status"]["history"]);
+    assert_eq!(
+        cv["status"]["history"][0]["image"],
+        new_image.as_str(),
+        "{:#}",
+        cv["status"]["history"]
+    );
     assert_eq!(cv["status"]["desired"]["image"], new_image.as_str());
-    assert_eq!(condition(&cv, "Invalid").0, "", "Invalid is removed once a release is accepted");
+    assert_eq!(
+        condition(&cv, "Invalid").0,
+        "",
+        "Invalid is removed once a release is accepted"
+    );
     // The graph is asked again from the new version (no updates from it in this graph).
-    let cv = wait_cv(&client, "updates from 4.14.0", Duration::from_secs(30), |cv| {
-        retrieved(cv).0 == "True" && cv["status"]["availableUpdates"].is_null()
-    })
+    let cv = wait_cv(
+        &client,
+        "updates from 4.14.0",
+        Duration::from_secs(30),
+        |cv| retrieved(cv).0 == "True" && cv["status"]["availableUpdates"].is_null(),
+    )
     .await;
-    assert!(cv["status"].get("conditionalUpdates").is_none(), "{:#}", cv["status"]);
-    assert!(service.asked().iter().any(|a| a.target.ends_with("&version=4.14.0")));
+    assert!(
+        cv["status"].get("conditionalUpdates").is_none(),
+        "{:#}",
+        cv["status"]
+    );
+    assert!(
+        service
+            .asked()
+            .iter()
+            .any(|a| a.target.ends_with("&version=4.14.0"))
+    );
 
     op.signal("TERM");
-    assert_eq!(op.exit(Duration::from_secs(10)).await, Some(0), "{}", op.log());
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
     let log = op.log();
     let fetched = log
         .lines()
@@ -379,11 +547,14 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
     let mut parses = Vec::new();
     let mut found = None;
     for _ in 0..5 {
-        let f = minicvo::operator::updates::fetch::fetch(&query, Duration::from_secs(30)).await.unwrap();
+        let f = minicvo::operator::updates::fetch::fetch(&query, Duration::from_secs(30))
+            .await
+            .unwrap();
         assert_eq!(f.body.len(), graph.len());
         fetches.push(f.elapsed.as_secs_f64() * 1000.0);
         let t = std::time::Instant::now();
-        let u = minicvo::graph::cincinnati::updates(&f.body, &query.version, &query.channel).unwrap();
+        let u =
+            minicvo::graph::cincinnati::updates(&f.body, &query.version, &query.channel).unwrap();
         let r = minicvo::graph::status::Retrieved::success(&u, false);
         parses.push(t.elapsed().as_secs_f64() * 1000.0);
         found = Some((u.updates.len(), u.conditional.len(), r.updates.len()));
