@@ -197,6 +197,41 @@ mod tests {
     }
 
     #[test]
+    fn a_version_alone_takes_the_image_of_an_available_update_or_of_history() {
+        let cv = json!({
+            "spec": {"desiredUpdate": {"version": "4.14.0"}},
+            "status": {
+                "availableUpdates": [{"version": "4.14.0", "image": "r@sha256:14"}],
+                "history": [{"version": "4.13.0", "image": "r@sha256:13", "state": "Completed"}],
+            },
+        });
+        let d = from_cluster_version(Some(&cv), "4.13.0").unwrap();
+        assert_eq!(
+            (d.version.as_str(), d.image.as_str()),
+            ("4.14.0", "r@sha256:14")
+        );
+        // The release the cluster ran: its image from history.
+        let mut back = cv.clone();
+        back["spec"]["desiredUpdate"]["version"] = json!("4.13.0");
+        let d = from_cluster_version(Some(&back), "4.13.0").unwrap();
+        assert_eq!(d.image, "r@sha256:13");
+        // Neither: the version alone (looked for among the payloads at hand).
+        let mut other = cv.clone();
+        other["spec"]["desiredUpdate"]["version"] = json!("4.99.0");
+        assert_eq!(
+            from_cluster_version(Some(&other), "4.13.0").unwrap().image,
+            ""
+        );
+        // An image given is used as it is.
+        let mut both = cv.clone();
+        both["spec"]["desiredUpdate"]["image"] = json!("mine");
+        assert_eq!(
+            from_cluster_version(Some(&both), "4.13.0").unwrap().image,
+            "mine"
+        );
+    }
+
+    #[test]
     fn overrides_and_capabilities_are_read_from_the_spec() {
         let cv = json!({"spec": {
             "overrides": [{"kind": "ConfigMap", "group": "", "namespace": "ns", "name": "a", "unmanaged": true}],

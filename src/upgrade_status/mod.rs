@@ -1,13 +1,13 @@
 //! What `oc adm upgrade` (no arguments) shows of ClusterVersion `version`, for clusters
 //! without `oc` (`minicvo status`): a pure function of the object.
 //!
-//! - [`text`]: `oc adm upgrade`'s output, line for line (openshift/oc
+//! - [`text()`]: `oc adm upgrade`'s output, line for line (openshift/oc
 //!   `pkg/cli/admin/upgrade/upgrade.go`, the default case of `Run`): the `Failing` condition
 //!   when it is not `False`, the `Progressing` message, `Upgradeable=False` and a
 //!   `ReleaseAccepted` that is not `True`, upstream and channel, the recommended updates as a
 //!   table, and the conditional updates that are not recommended (with
 //!   `--include-not-recommended`). What oc writes to stderr (warnings) goes to [`Shown::stderr`].
-//! - [`json`]: the same facts as one JSON document (`-o json`).
+//! - [`json()`]: the same facts as one JSON document (`-o json`).
 
 pub mod json;
 pub mod text;
@@ -48,7 +48,7 @@ fn text_of<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// A list of `status`, sorted as oc sorts it: highest semantic version first, versions that
 /// do not parse after them in reverse lexical order. `version` reads an item's version.
-fn sorted<'a>(items: Option<&'a Value>, version: impl Fn(&Value) -> &str) -> Vec<&'a Value> {
+fn sorted(items: Option<&Value>, version: impl Fn(&Value) -> &str) -> Vec<&Value> {
     let mut list: Vec<&Value> = items
         .and_then(Value::as_array)
         .map(|l| l.iter().collect())

@@ -12,7 +12,7 @@
 //! a change of the query clears them.
 //!
 //! - [`fetch`]: the HTTP request, bounded in time and size.
-//! - [`write`]: the status write.
+//! - [`mod@write`]: the status write.
 
 pub mod fetch;
 pub mod write;

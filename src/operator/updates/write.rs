@@ -22,7 +22,7 @@ const CONFLICT_RETRIES: usize = 5;
 /// the status with anything written). `Ok(true)`: written.
 ///
 /// # Errors
-/// The request error (a conflict after [`CONFLICT_RETRIES`] reads).
+/// The request error (a conflict after five reads).
 pub async fn update_status(
     client: &Client,
     change: impl Fn(&Value) -> Value,
