@@ -63,6 +63,10 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let mut cache: Option<Cache> = None;
+    // What was last written, since when, and how often: the same write is made at most
+    // three times within an interval, so a status the API server keeps changing back (it
+    // should not) cannot make a hot loop.
+    let mut last_write: Option<(Retrieved, Instant, u32)> = None;
     loop {
         let cv = cluster_version.borrow_and_update().clone();
         let mut next_fetch = None;
@@ -91,11 +95,16 @@ pub async fn run(
                 .get("status")
                 .filter(|s| s.get("desired").is_some())
                 .is_some_and(|s| status::with_updates(s, &retrieved, &now) != *s);
-            if differs {
+            let same = last_write
+                .as_ref()
+                .filter(|(r, at, _)| *r == retrieved && at.elapsed() < options.interval);
+            let repeated = same.is_some_and(|(_, _, n)| *n >= 3);
+            if differs && !repeated {
+                let next = same.map_or((Instant::now(), 1), |(_, at, n)| (*at, n + 1));
                 match write::update_status(&client, |s| status::with_updates(s, &retrieved, &now))
                     .await
                 {
-                    Ok(_) => {}
+                    Ok(_) => last_write = Some((retrieved, next.0, next.1)),
                     Err(e) => tracing::warn!("recording available updates: {e}"),
                 }
             }

@@ -575,3 +575,45 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
     assert_eq!((edges, conditional), (39, 1));
     assert!(fetches[2] < 5000.0 && parses[2] < 5000.0);
 }
+
+fn query(upstream: &str) -> minicvo::graph::status::Query {
+    minicvo::graph::status::Query {
+        upstream: upstream.to_string(),
+        channel: CHANNEL.into(),
+        id: "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e".into(),
+        arch: "amd64".into(),
+        version: semver::Version::new(4, 13, 0),
+        to_multi: false,
+    }
+}
+
+#[tokio::test]
+async fn a_service_that_stalls_is_given_up_after_the_timeout() {
+    let timeout = Duration::from_millis(500);
+    let service = UpdateService::start().await;
+    service.serve(200, body(&graph("x")));
+    service.stall(false);
+    let started = Instant::now();
+    let e = minicvo::operator::updates::fetch::fetch(&query(&service.url), timeout)
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, "RemoteFailed", "{e}");
+    assert!(e.message.ends_with("no answer within 500ms"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    service.stall(true);
+    let started = Instant::now();
+    let e = minicvo::operator::updates::fetch::fetch(&query(&service.url), timeout)
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, "ResponseFailed", "{e}");
+    assert_eq!(e.message, "the body did not arrive within 500ms");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}

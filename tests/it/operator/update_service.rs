@@ -16,6 +16,8 @@ pub struct Asked {
 }
 
 struct State {
+    /// `Some(false)`: never answer; `Some(true)`: send the head and half the body, then stall.
+    stall: Option<bool>,
     status: u16,
     body: Arc<Vec<u8>>,
     asked: Vec<Asked>,
@@ -50,6 +52,7 @@ impl UpdateService {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State {
+            stall: None,
             status: 404,
             body: Arc::new(Vec::new()),
             asked: Vec::new(),
@@ -85,17 +88,27 @@ impl UpdateService {
                                 .map(|(_, v)| v.trim().to_string())
                         })
                         .unwrap_or_default();
-                    let (status, body) = {
+                    let (status, body, stall) = {
                         let mut s = state.lock().unwrap();
                         s.asked.push(Asked { target, accept });
-                        (s.status, s.body.clone())
+                        (s.status, s.body.clone(), s.stall)
                     };
+                    let hang = || tokio::time::sleep(std::time::Duration::from_secs(3600));
+                    if stall == Some(false) {
+                        hang().await;
+                        return;
+                    }
                     let head = format!(
                         "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                         reason(status),
                         body.len()
                     );
                     let _ = conn.write_all(head.as_bytes()).await;
+                    if stall == Some(true) {
+                        let _ = conn.write_all(&body[..body.len() / 2]).await;
+                        hang().await;
+                        return;
+                    }
                     let _ = conn.write_all(&body).await;
                     let _ = conn.shutdown().await;
                 });
@@ -113,6 +126,12 @@ impl UpdateService {
         let mut s = self.state.lock().unwrap();
         s.status = status;
         s.body = Arc::new(body);
+    }
+
+    /// From now on never answers (`body: false`), or sends the head and half the body and
+    /// then stalls (`body: true`).
+    pub fn stall(&self, body: bool) {
+        self.state.lock().unwrap().stall = Some(body);
     }
 
     /// What was asked so far.
