@@ -140,6 +140,17 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     let _lock = support::fixed_names_lock().await;
     let client = support::openshift::shared_plane_crds().await;
     fresh_cluster(&client, &["old", "new"]).await;
+    // No ClusterVersion yet: `status` says so and exits 1 (oc: "No cluster version
+    // information available").
+    let kc = support::apply::kubeconfig().display().to_string();
+    let run = support::cli::minicvo(&["status", "--kubeconfig", &kc]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: No cluster version information available"),
+        "{}",
+        run.stderr
+    );
     let registry = crate::support::image::Registry::crane();
     let _pushed = push_sample(&registry.host, "release:new", "new");
     let new_image = format!("{}/release:new", registry.host);
