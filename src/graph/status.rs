@@ -149,6 +149,9 @@ pub struct Retrieved {
     pub updates: Vec<Release>,
     /// Conditional updates with their `Recommended` conditions.
     pub conditional: Vec<Evaluated>,
+    /// The graph's node of the cluster's version (its `url` and `channels` fill
+    /// `status.desired`'s missing ones).
+    pub current: Option<Release>,
 }
 
 impl Retrieved {
@@ -160,6 +163,7 @@ impl Retrieved {
                 condition: ("True", "", String::new()),
                 updates: vec![updates.current.clone()],
                 conditional: Vec::new(),
+                current: Some(updates.current.clone()),
             };
         }
         let conditional = risks::evaluate(&updates.conditional);
@@ -167,6 +171,7 @@ impl Retrieved {
             condition: ("True", "", String::new()),
             updates: risks::recommended(&updates.updates, &conditional),
             conditional,
+            current: Some(updates.current.clone()),
         }
     }
 
@@ -177,6 +182,7 @@ impl Retrieved {
             condition: ("False", reason, message),
             updates: Vec::new(),
             conditional: Vec::new(),
+            current: None,
         }
     }
 
@@ -198,6 +204,7 @@ impl Retrieved {
                 condition,
                 updates: Vec::new(),
                 conditional: Vec::new(),
+                current: None,
             },
         }
     }
@@ -231,6 +238,11 @@ pub fn with_updates(status: &Value, retrieved: &Retrieved, now: &str) -> Value {
     } else {
         obj.insert("conditionalUpdates".into(), Value::Array(entries));
     }
+    if let (Some(current), Some(Value::Object(desired))) =
+        (&retrieved.current, obj.get_mut("desired"))
+    {
+        fill_metadata(desired, current);
+    }
     let list = obj.entry("conditions").or_insert_with(|| json!([]));
     if !list.is_array() {
         *list = json!([]);
@@ -240,6 +252,26 @@ pub fn with_updates(status: &Value, retrieved: &Retrieved, now: &str) -> Value {
         crate::cvo::status::set(list, now, "RetrievedUpdates", s, reason, message);
     }
     status
+}
+
+/// The CVO's `mergeReleaseMetadata`: `status.desired`'s missing `url` and `channels` from the
+/// graph's node of the same version.
+fn fill_metadata(desired: &mut serde_json::Map<String, Value>, current: &Release) {
+    if desired.get("version").and_then(Value::as_str) != Some(current.version.as_str()) {
+        return;
+    }
+    let missing = |d: &serde_json::Map<String, Value>, k: &str| match d.get(k) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    };
+    if missing(desired, "url") && !current.url.is_empty() {
+        desired.insert("url".into(), json!(current.url));
+    }
+    if missing(desired, "channels") && !current.channels.is_empty() {
+        desired.insert("channels".into(), json!(current.channels));
+    }
 }
 
 /// Copies what the update graph owns ([`OWNED_FIELDS`], [`OWNED_CONDITIONS`]) from `fresh`
@@ -259,6 +291,18 @@ pub fn carry_over(fresh: &Value, status: &mut Value) {
             None if field == "availableUpdates" => {}
             None => {
                 obj.remove(field);
+            }
+        }
+    }
+    // `desired`'s metadata from the graph, while the writer means the same release.
+    if let (Some(Value::Object(from)), Some(Value::Object(to))) =
+        (fresh.get("desired"), obj.get_mut("desired"))
+        && from.get("version") == to.get("version")
+        && from.get("image") == to.get("image")
+    {
+        for key in ["url", "channels"] {
+            if let (Some(v), None) = (from.get(key), to.get(key)) {
+                to.insert(key.into(), v.clone());
             }
         }
     }
@@ -390,7 +434,16 @@ mod tests {
         )
         .unwrap();
         let r = Retrieved::success(&u, false);
-        let s = with_updates(&json!({"conditions": []}), &r, "2026-01-01T00:00:00Z");
+        let s = with_updates(
+            &json!({"conditions": [], "desired": {"version": "4.13.0", "image": ""}}),
+            &r,
+            "2026-01-01T00:00:00Z",
+        );
+        assert_eq!(
+            s["desired"],
+            json!({"version": "4.13.0", "image": ""}),
+            "the node has no metadata"
+        );
         assert_eq!(
             s["availableUpdates"],
             json!([{"version": "4.14.0", "image": "img:4.14.0"}])
@@ -420,7 +473,7 @@ mod tests {
         assert_eq!(c["lastTransitionTime"], "2026-01-02T00:00:00Z");
 
         // Another writer's older copy does not undo the graph's fields.
-        let mut other = json!({"availableUpdates": null, "conditions": [
+        let mut other = json!({"availableUpdates": null, "desired": {"version": "4.13.0", "image": ""}, "conditions": [
             {"type": "Available", "status": "True"},
             {"type": "RetrievedUpdates", "status": "False"},
             {"type": "Invalid", "status": "True"}]});
@@ -443,5 +496,49 @@ mod tests {
             not_available_message("4.99.0"),
             "The cluster version is invalid: spec.desiredUpdate.version: Invalid value: \"4.99.0\": when image is empty the update must be an available update"
         );
+    }
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use super::*;
+
+    #[test]
+    fn desired_takes_url_and_channels_from_the_graph_node_of_its_version() {
+        let node = Release {
+            version: "4.13.0".into(),
+            image: "img".into(),
+            url: "https://errata.example/4.13.0".into(),
+            channels: vec!["fast-4.14".into(), "stable-4.14".into()],
+        };
+        let r = Retrieved {
+            condition: ("True", "", String::new()),
+            updates: Vec::new(),
+            conditional: Vec::new(),
+            current: Some(node),
+        };
+        let s = with_updates(
+            &json!({"desired": {"version": "4.13.0", "image": ""}}),
+            &r,
+            "t",
+        );
+        assert_eq!(
+            s["desired"]["channels"],
+            json!(["fast-4.14", "stable-4.14"])
+        );
+        assert_eq!(s["desired"]["url"], "https://errata.example/4.13.0");
+        let other = with_updates(
+            &json!({"desired": {"version": "4.14.0", "image": ""}}),
+            &r,
+            "t",
+        );
+        assert!(other["desired"].get("channels").is_none());
+        // A writer of the same release keeps them; one of another release does not get them.
+        let mut same = json!({"desired": {"version": "4.13.0", "image": ""}});
+        carry_over(&s, &mut same);
+        assert_eq!(same["desired"], s["desired"]);
+        let mut next = json!({"desired": {"version": "4.14.0", "image": "x"}});
+        carry_over(&s, &mut next);
+        assert_eq!(next["desired"], json!({"version": "4.14.0", "image": "x"}));
     }
 }

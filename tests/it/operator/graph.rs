@@ -252,10 +252,16 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
         status["conditionalUpdates"][1]["risks"][0]["name"],
         "NeedsMetrics"
     );
+    // `status.desired` takes the graph node's URL and channels (the CVO's mergeReleaseMetadata).
+    assert_eq!(
+        status["desired"]["channels"],
+        json!(["fast-4.14", "stable-4.14"])
+    );
+    assert_eq!(status["desired"]["url"], "https://errata.example/4.13.0");
 
     // `minicvo status`: oc adm upgrade's text, with and without the updates not recommended.
     let table = format!(
-        "Cluster version is 4.13.0\n\nUpstream: {}\nChannel: {CHANNEL}\n\nRecommended updates:\n\n  VERSION     IMAGE\n  4.14.0      {new_image}\n  4.13.1      {}\n",
+        "Cluster version is 4.13.0\n\nUpstream: {}\nChannel: {CHANNEL} (available channels: fast-4.14, stable-4.14)\n\nRecommended updates:\n\n  VERSION     IMAGE\n  4.14.0      {new_image}\n  4.13.1      {}\n",
         service.url,
         fake_image("4.13.1")
     );
@@ -295,6 +301,10 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
         "Unknown"
     );
     assert_eq!(doc["retrievedUpdates"]["status"], "True");
+    assert_eq!(
+        doc["availableChannels"],
+        json!(["fast-4.14", "stable-4.14"])
+    );
     assert_eq!(doc["progressing"]["message"], "Cluster version is 4.13.0");
 
     // The service fails: each failure has the CVO's reason, the operator keeps running. A
