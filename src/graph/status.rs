@@ -332,22 +332,23 @@ pub fn carry_over(fresh: &Value, status: &mut Value) {
 }
 
 /// The image of `version` for a `spec.desiredUpdate` that names only a version: the
-/// `status.availableUpdates` entry of that version, else the `status.history` entry (the
-/// release the cluster ran, which the CVO falls back to as its own release).
+/// `status.availableUpdates` entry of that version, else `status.desired` when it is that
+/// version (the release the cluster runs, which the CVO falls back to as its own release, so
+/// that a completed update stays put once the graph no longer offers its version).
 #[must_use]
 pub fn resolve_version(cluster_version: &Value, version: &str) -> Option<String> {
     let status = cluster_version.get("status")?;
-    let in_list = |field: &str| {
-        status
-            .get(field)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|r| r["version"] == version && r["image"].as_str().is_some_and(|i| !i.is_empty()))
-            .and_then(|r| r["image"].as_str())
-            .map(str::to_string)
-    };
-    in_list("availableUpdates").or_else(|| in_list("history"))
+    let with_image =
+        |r: &&Value| r["version"] == version && r["image"].as_str().is_some_and(|i| !i.is_empty());
+    status
+        .get("availableUpdates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(with_image)
+        .or_else(|| status.get("desired").filter(with_image))
+        .and_then(|r| r["image"].as_str())
+        .map(str::to_string)
 }
 
 /// The CVO's `Invalid` condition message for a `spec.desiredUpdate.version` without an image
@@ -488,6 +489,26 @@ mod tests {
             .collect();
         assert_eq!(types, ["Available", "RetrievedUpdates"]);
         assert_eq!(other["conditions"][1]["status"], "True");
+    }
+
+    #[test]
+    fn a_move_to_multi_offers_only_the_current_version() {
+        let graph = json!({"nodes": [{"version": "4.13.0", "payload": "multi:4.13.0",
+            "metadata": {"release.openshift.io/architecture": "multi"}},
+            {"version": "4.14.0", "payload": "multi:4.14.0"}], "edges": [[0, 1]]});
+        let u = cincinnati::updates(
+            &serde_json::to_vec(&graph).unwrap(),
+            &semver::Version::new(4, 13, 0),
+            "c",
+        )
+        .unwrap();
+        let r = Retrieved::success(&u, true);
+        assert_eq!(r.updates.len(), 1);
+        assert_eq!(r.updates[0].image, "multi:4.13.0");
+        let spec = json!({"upstream": "http://x/graph", "clusterID": ID, "channel": "c",
+                          "desiredUpdate": {"architecture": "Multi"}});
+        let q = query(&cv(&spec), "4.13.0").unwrap();
+        assert_eq!((q.arch.as_str(), q.to_multi), ("multi", true));
     }
 
     #[test]

@@ -197,12 +197,16 @@ mod tests {
     }
 
     #[test]
-    fn a_version_alone_takes_the_image_of_an_available_update_or_of_history() {
+    fn a_version_alone_takes_the_image_of_an_available_update_or_of_the_running_release() {
         let cv = json!({
             "spec": {"desiredUpdate": {"version": "4.14.0"}},
             "status": {
                 "availableUpdates": [{"version": "4.14.0", "image": "r@sha256:14"}],
-                "history": [{"version": "4.13.0", "image": "r@sha256:13", "state": "Completed"}],
+                "desired": {"version": "4.13.0", "image": "r@sha256:13"},
+                "history": [
+                    {"version": "4.13.0", "image": "r@sha256:13", "state": "Completed"},
+                    {"version": "4.12.0", "image": "r@sha256:12", "state": "Completed"},
+                ],
             },
         });
         let d = from_cluster_version(Some(&cv), "4.13.0").unwrap();
@@ -210,11 +214,15 @@ mod tests {
             (d.version.as_str(), d.image.as_str()),
             ("4.14.0", "r@sha256:14")
         );
-        // The release the cluster ran: its image from history.
+        // The release the cluster runs: its image.
         let mut back = cv.clone();
         back["spec"]["desiredUpdate"]["version"] = json!("4.13.0");
         let d = from_cluster_version(Some(&back), "4.13.0").unwrap();
         assert_eq!(d.image, "r@sha256:13");
+        // An older one from history is not resolved (the CVO stays on its release).
+        back["spec"]["desiredUpdate"]["version"] = json!("4.12.0");
+        let d = from_cluster_version(Some(&back), "4.13.0").unwrap();
+        assert_eq!(d.image, "");
         // Neither: the version alone (looked for among the payloads at hand).
         let mut other = cv.clone();
         other["spec"]["desiredUpdate"]["version"] = json!("4.99.0");
