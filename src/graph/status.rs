@@ -1,8 +1,10 @@
 //! What the update graph writes into ClusterVersion `status`, as the CVO's available-updates
 //! loop writes it (`pkg/cvo/availableupdates.go`): `availableUpdates` (`null` when there are
-//! none), `conditionalUpdates` (left out when there are none) and the `RetrievedUpdates`
-//! condition; and how `spec.desiredUpdate.version` without an image is resolved through them
-//! (`pkg/cvo/updatepayload.go findUpdateFromConfig`, `lib/validation`).
+//! none), `conditionalUpdates` (left out when there are none), the `RetrievedUpdates`
+//! condition and the missing `url` and `channels` of `status.desired` (`mergeReleaseMetadata`);
+//! how `spec.desiredUpdate.version` without an image is resolved through them
+//! (`pkg/cvo/updatepayload.go findUpdateFromConfig`), and the `Invalid` message when it is not
+//! (`lib/validation`).
 
 use serde_json::{Value, json};
 
