@@ -17,6 +17,8 @@
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease.
 //! - [`record`]: ReleaseAccepted and Kubernetes Events.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`updates`]: the update graph: `availableUpdates`, `conditionalUpdates` and
+//!   `RetrievedUpdates` from `spec.upstream` and `spec.channel`.
 //!
 //! Differences from the CVO are listed in docs/operator.md.
 
@@ -29,6 +31,7 @@ pub mod payloads;
 pub mod record;
 pub mod schedule;
 mod sync;
+pub mod updates;
 
 use std::sync::{Arc, Mutex};
 
@@ -211,6 +214,16 @@ pub async fn run(
         Err(e) => return Err(OperatorError::ClusterVersion(e)),
     };
     let cluster_version = follow::follow(conn.client.clone(), initial);
+    let updates = tokio::spawn(updates::run(
+        conn.client.clone(),
+        cluster_version.clone(),
+        updates::UpdatesOptions {
+            interval: options.schedule.interval,
+            own_version: options.release.clone(),
+            timeout: updates::FETCH_TIMEOUT,
+        },
+        work_cancel.clone(),
+    ));
     let mut sync = sync::SyncLoop {
         conn,
         index: Arc::new(Mutex::new(index)),
@@ -220,6 +233,7 @@ pub async fn run(
         identity,
     };
     sync.run(&work_cancel).await;
+    updates.abort();
     if let Some((elector, stop, lost, renew)) = held {
         stop.cancel();
         let _ = renew.await;
