@@ -511,17 +511,26 @@ run_docs() {
   return "$ok"
 }
 
+# timed NAME COMMAND...: runs COMMAND, counts a failure, says how long it took.
+timed() {
+  local name=$1 t=$SECONDS
+  shift
+  "$@" || failures=$((failures + 1))
+  say "$name took $((SECONDS - t))s"
+}
+operator_scenario() { run_operator || { stop_simulator; operator_diagnostics; return 1; }; }
+
 case $SCENARIO in
-  upgrade) run_upgrade_scenarios ;;
-  real-pods) run_real_pods || failures=$((failures + 1)) ;;
-  operator) run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; } ;;
-  docs) run_docs || failures=$((failures + 1)) ;;
+  upgrade) timed "upgrade scenarios" run_upgrade_scenarios ;;
+  real-pods) timed "real-pods" run_real_pods ;;
+  operator) timed "operator" operator_scenario ;;
+  docs) timed "docs" run_docs ;;
   all)
-    run_upgrade_scenarios
-    run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
+    timed "upgrade scenarios" run_upgrade_scenarios
+    timed "operator" operator_scenario
     remove_operator
-    run_real_pods || failures=$((failures + 1))
-    run_docs || failures=$((failures + 1))
+    timed "real-pods" run_real_pods
+    timed "docs" run_docs
     ;;
 esac
 
