@@ -8,6 +8,7 @@
 #                                            `kind load image-archive`); the last line printed
 #                                            is the static binary, which the kind scenarios
 #                                            also run on the host
+#   hack/build-operator-image.sh --binary    only the static binary; the last line is its path
 #
 # The layout is deploy/Dockerfile's on distroless/static:nonroot: /minicvo; /payloads/4.13.0
 # (payload/old) and /payloads/4.14.0 (payload/new); /etc/passwd and /etc/group with root and
@@ -18,7 +19,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-OUT=${1:?usage: hack/build-operator-image.sh OUT_DIR}
+OUT=${1:?usage: hack/build-operator-image.sh OUT_DIR|--binary}
 say() { echo "build-operator-image: $*" >&2; }
 die() {
   say "$*"
@@ -41,6 +42,10 @@ RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --bin m
 BIN=$ROOT/target/static/$host/release/minicvo
 if readelf -lW "$BIN" | grep -q 'program interpreter'; then die "$BIN is not a static executable"; fi
 say "static binary built in $((SECONDS - s))s ($(du -h "$BIN" | cut -f1))"
+if [[ $OUT == --binary ]]; then
+  echo "$BIN"
+  exit 0
+fi
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/minicvo-operator-image.XXXXXX")
