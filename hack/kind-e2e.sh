@@ -4,11 +4,11 @@
 #
 #   hack/kind-e2e.sh [upgrade]       the upgrade e2e: replays the machine-config story with the
 #                                    bundled samples (payload/old -> payload/new must pass;
-#                                    payload/old -> payload/new-buggy must be reported) and,
-#                                    when the corpus is there, mco-4.13 -> mco-before-fix /
-#                                    mco-after-fix (KIND_E2E_CORPUS=DIR, default ../shared/payloads)
-#   hack/kind-e2e.sh operator        `minicvo operator` in the cluster: builds the image
-#                                    (deploy/Dockerfile), loads it into kind, applies deploy/,
+#                                    payload/old -> payload/new-buggy must be reported), with
+#                                    the corpus (mco-4.13 -> mco-before-fix / mco-after-fix),
+#                                    and upgrades openshift-multi 4.16.0 -> 4.17.0 (must pass)
+#   hack/kind-e2e.sh operator        `minicvo operator` in the cluster: loads the image into
+#                                    kind, applies deploy/ with -k as deploy/README.md says,
 #                                    waits for a leader, installs 4.13.0, updates to 4.14.0 by
 #                                    patching spec.desiredUpdate, checks that exactly one
 #                                    replica led, then deletes the leader and times the handover
@@ -19,25 +19,38 @@
 #                                    hack/scenarios/real-pods.sh (stand-in Available through
 #                                    `minicvo apply`; the machine-config story with real pods,
 #                                    buggy denied and fixed clean)
-#   hack/kind-e2e.sh all             every scenario, on one cluster
+#   hack/kind-e2e.sh docs            the kind walkthroughs of README.md and docs/e2e.md, run as
+#                                    written, each on a cluster of its own (named minicvo)
+#   hack/kind-e2e.sh all             upgrade, operator and real-pods on one cluster, then docs
+#
+# Everything it needs is built or started here when missing, with no internet: a Docker daemon
+# (hack/docker.sh: the one that answers, else our own dockerd, stopped at the end), the node
+# image (hack/build-kind-image.sh: minicvo.local/kind-node:v1.37.2, cached), kind and kubectl
+# (the test plane's builds), and for the operator scenario the image deploy/ runs
+# (hack/build-operator-image.sh: a static minicvo packed with crane, checked against
+# deploy/Dockerfile). The upgrade scenarios need the corpus (../shared/payloads); a missing
+# corpus fails the run. One run at a time: a second one while one runs is refused (exit 3).
+# When the run started its own dockerd, it stops it at the end and fails if anything of it is
+# left on the host (hack/docker.sh check).
 #
 # Environment:
-#   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it)
+#   KIND_E2E_KEEP=1        keep the cluster (prints how to delete it) and the Docker daemon
 #   KIND_E2E_OUT=DIR       where timelines, traces, JUnit files and logs go (default target/kind-e2e)
-#   KIND_E2E_IMAGE=IMAGE   node image for `kind create cluster --image`
+#   KIND_E2E_IMAGE=IMAGE   node image for `kind create cluster --image` (default: the one
+#                          hack/build-kind-image.sh builds; kindest/node:v1.37.2 on a connected
+#                          machine works too)
 #   KIND_E2E_ARGS="..."    extra flags for every `minicvo e2e upgrade` (e.g. --wait-available
 #                          for payloads whose images really run)
 #   KIND_E2E_OPERATOR_IMAGE=IMAGE
-#                          operator scenario: use this local image instead of building
-#                          minicvo:dev from deploy/Dockerfile
+#                          operator scenario: use this image, already in the Docker daemon,
+#                          instead of building minicvo:dev with hack/build-operator-image.sh
+#                          (deploy/Dockerfile builds the same image where Docker Hub is reachable)
 #   KIND_E2E_OPERATOR_TIMEOUT=SECONDS
 #                          operator scenario: the longest wait for each step (default 300)
-#   KIND_E2E_CRANE=PATH    real-pods scenario: crane (default: crane on PATH; hack/build-testplane.sh
-#                          builds one)
+#   KIND_E2E_CORPUS=DIR    the corpus of real payloads (default ../shared/payloads)
 #
-# Needs kind and a running Docker daemon; exits 2 with a message when either is missing. It
-# cannot run in minicvo's CI, which has no Docker: CI runs the same harness against the test
-# control plane (hack/test.sh, tests/e2e_upgrade.rs, the operator tests) instead.
+# Exit code: 0 every scenario ended as expected; 1 one did not, or something of the run was
+# left on the host; 2 a missing tool or setup error; 3 another run holds the lock.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -46,54 +59,38 @@ say() { echo "kind-e2e: $*" >&2; }
 
 SCENARIO=${1:-upgrade}
 case $SCENARIO in
-  upgrade | operator | real-pods | all) ;;
+  upgrade | operator | real-pods | docs | all) ;;
   -h | --help)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
     exit 0
     ;;
   *)
-    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|real-pods|all]"
+    say "unknown scenario $SCENARIO; usage: hack/kind-e2e.sh [upgrade|operator|real-pods|docs|all]"
     exit 2
     ;;
 esac
 
-if ! command -v kind >/dev/null; then
-  say "kind is not installed; hint: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
-  say "(this script cannot run in minicvo's CI, which has no Docker; hack/test.sh runs the same e2e tests on the test control plane)"
-  exit 2
+OUT=${KIND_E2E_OUT:-$ROOT/target/kind-e2e}
+mkdir -p "$OUT"
+
+# One run at a time: the own dockerd, the output directory and the images are shared.
+LOCK=${MINICVO_DOCKER_DIR:-/var/tmp/minicvo-docker}.kind-e2e.lock
+exec 9>>"$LOCK"
+if ! flock -n 9; then
+  say "another hack/kind-e2e.sh run ($(cat "$LOCK.pid" 2>/dev/null || echo 'pid unknown')) holds $LOCK; wait for it, or stop it"
+  exit 3
 fi
-if ! command -v docker >/dev/null; then
-  say "docker is not installed; kind runs its nodes as Docker containers"
-  exit 2
-fi
-if ! docker info >/dev/null 2>&1; then
-  why=$(docker info 2>&1 | grep -m1 -iE 'cannot|error' || true)
-  say "the Docker daemon is not reachable: ${why:-docker info failed}"
-  say "hint: start Docker, or check DOCKER_HOST and your permissions on the socket"
-  exit 2
-fi
-if [[ $SCENARIO != operator ]]; then
-  command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
-fi
-if [[ $SCENARIO != upgrade ]]; then
-  command -v kubectl >/dev/null || { say "kubectl is not installed (the operator and real-pods scenarios use it)"; exit 2; }
-fi
-CRANE=${KIND_E2E_CRANE:-crane}
-if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
-  command -v go >/dev/null || { say "go is not installed (it builds the stand-in images)"; exit 2; }
-  command -v "$CRANE" >/dev/null || { say "crane is not installed; hint: set KIND_E2E_CRANE to the crane hack/build-testplane.sh builds"; exit 2; }
-  python3 -c 'import yaml' 2>/dev/null || { say "python3 has no yaml module (the real-pod payload copies); hint: apt-get install python3-yaml"; exit 2; }
-fi
+echo "pid $$" >"$LOCK.pid"
 
 NAME=minicvo-e2e-$$
 
-OUT=${KIND_E2E_OUT:-$ROOT/target/kind-e2e}
-mkdir -p "$OUT"
 KC=$OUT/kubeconfig
 read -r -a EXTRA <<<"${KIND_E2E_ARGS:-}"
 
 SIM_PID=
 REG_PID=
+CREATED=
+DOCKER_OWN=
 # The simulated operators of one payload, in the background (the sample payloads' images never
 # run, so their ClusterOperators report through `minicvo simulate`).
 start_simulator() {
@@ -112,26 +109,94 @@ cleanup() {
   local rc=$?
   stop_simulator
   if [[ -n ${REG_PID:-} ]]; then kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; fi
-  if [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
-    say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
-  else
-    kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
+  if [[ -n $CREATED ]]; then
+    if ! timeout 20 docker info >/dev/null 2>&1; then
+      say "the Docker daemon (${DOCKER_HOST:-default socket}) does not answer any more; it stopped during the run"
+      [[ -n $DOCKER_OWN ]] && say "its log: ${MINICVO_DOCKER_DIR:-/var/tmp/minicvo-docker}/logs/dockerd.log"
+      ((rc == 0)) && rc=1
+    elif [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
+      say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
+    else
+      kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
+    fi
   fi
+  if [[ -n ${DOCS_CLUSTER:-} ]] && timeout 20 docker info >/dev/null 2>&1; then
+    kind delete cluster --name "$DOCS_CLUSTER" >&2 || true
+  fi
+  if [[ -n $DOCKER_OWN && ${KIND_E2E_KEEP:-} != 1 ]]; then
+    if bash hack/docker.sh stop; then
+      say "stopped our dockerd; nothing of the run is left on the host"
+    else
+      say "something of the run is left on the host (above)"
+      ((rc == 0)) && rc=1
+    fi
+  elif [[ -z $DOCKER_OWN ]] && kind get clusters 2>/dev/null | grep -qx "$NAME" && [[ ${KIND_E2E_KEEP:-} != 1 ]]; then
+    say "cluster $NAME is still there"
+    ((rc == 0)) && rc=1
+  fi
+  rm -f "$LOCK.pid"
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "building minicvo"
-cargo build --release --quiet
-BIN=$ROOT/target/release/minicvo
+CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
+if [[ $SCENARIO == upgrade || $SCENARIO == all ]]; then
+  for d in mco-4.13 mco-after-fix mco-before-fix openshift-multi; do
+    [[ -d $CORPUS/$d ]] || { say "the upgrade scenarios need the corpus: no $CORPUS/$d (set KIND_E2E_CORPUS to ../shared/payloads)"; exit 2; }
+  done
+fi
 
-# The operator's image, before a cluster exists: a failed build costs no cluster.
+# Tools: ours where the machine has none (the test plane's kubectl and crane, the kind CLI of
+# hack/tools/kind), built or taken from their caches.
+command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
+python3 -c 'import yaml' 2>/dev/null || { say "python3 has no yaml module (the real-pod payload copies); hint: apt-get install python3-yaml"; exit 2; }
+command -v go >/dev/null || { say "go is not installed (it builds kind, the node image's programs and the stand-in images)"; exit 2; }
+t=$SECONDS
+PLANE_BIN=$(bash hack/build-testplane.sh | tail -n 1) || { say "building the test plane's tools failed"; exit 2; }
+K8S_VERSION=v1.37.2
+CACHE=${TESTPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicvo-testplane}
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+# shellcheck source=hack/build-kind-tools.sh
+source hack/build-kind-tools.sh
+KIND_BIN=$(kind_tools | tail -n 1) || { say "building kind failed"; exit 2; }
+mkdir -p "$OUT/path"
+command -v kubectl >/dev/null || ln -sf "$PLANE_BIN/kubectl" "$OUT/path/kubectl"
+command -v kind >/dev/null || ln -sf "$KIND_BIN/kind" "$OUT/path/kind"
+export PATH=$PATH:$OUT/path
+CRANE=${KIND_E2E_CRANE:-$PLANE_BIN/crane}
+say "tools ready in $((SECONDS - t))s (kind: $(command -v kind), kubectl: $(command -v kubectl))"
+
+# A Docker daemon: the one that answers, else our own (stopped again at the end).
+if ! { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }; then
+  t=$SECONDS
+  env=$(bash hack/docker.sh start) || { say "no Docker daemon answers and starting one failed (see above)"; exit 2; }
+  eval "$env"
+  [[ ${MINICVO_DOCKER_OWN:-} == 1 ]] && DOCKER_OWN=1
+  say "started our own dockerd in $((SECONDS - t))s (DOCKER_HOST=$DOCKER_HOST)"
+fi
+
+# The node image, and for the operator scenario the operator image (its static binary is the
+# one the host runs too), before a cluster exists: a failed build costs no cluster.
+NODE_IMAGE=${KIND_E2E_IMAGE:-}
+if [[ -z $NODE_IMAGE ]]; then
+  t=$SECONDS
+  NODE_IMAGE=$(bash hack/build-kind-image.sh | tail -n 1) || { say "building the node image failed (above)"; exit 1; }
+  say "node image $NODE_IMAGE ready in $((SECONDS - t))s"
+fi
 OP_IMAGE=${KIND_E2E_OPERATOR_IMAGE:-minicvo:dev}
-if [[ $SCENARIO != upgrade && -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
-  say "building image $OP_IMAGE from deploy/Dockerfile"
-  docker build -f deploy/Dockerfile -t "$OP_IMAGE" . >&2
+OP_ARCHIVE=
+t=$SECONDS
+# One build of minicvo: the static binary the operator image holds is the one the host runs.
+# The image is packed only for the scenario that runs it.
+if [[ $SCENARIO == operator || $SCENARIO == all ]] && [[ -z ${KIND_E2E_OPERATOR_IMAGE:-} ]]; then
+  BIN=$(bash hack/build-operator-image.sh "$OUT/operator-image" | tail -n 1) || { say "building minicvo and the operator image failed (above)"; exit 1; }
+  OP_ARCHIVE=$OUT/operator-image/minicvo-operator.tar
+  say "minicvo and the operator image $OP_IMAGE built in $((SECONDS - t))s"
+else
+  BIN=$(bash hack/build-operator-image.sh --binary | tail -n 1) || { say "building minicvo failed (above)"; exit 1; }
+  say "minicvo built in $((SECONDS - t))s"
 fi
 
 # The real-pod images, before a cluster exists: the stand-in operator and pause programs of
@@ -170,10 +235,18 @@ if [[ $SCENARIO == real-pods || $SCENARIO == all ]]; then
   build_standin_images || { say "building the stand-in images failed"; exit 1; }
 fi
 
-say "creating kind cluster $NAME"
-create=(kind create cluster --name "$NAME" --kubeconfig "$KC" --wait 180s)
-[[ -n ${KIND_E2E_IMAGE:-} ]] && create+=(--image "$KIND_E2E_IMAGE")
-"${create[@]}" >&2
+say "creating kind cluster $NAME (node image $NODE_IMAGE)"
+t=$SECONDS
+CREATED=1
+if ! kind create cluster --name "$NAME" --kubeconfig "$KC" --image "$NODE_IMAGE" --wait 180s 2>&1 | tee "$OUT/kind-create.log" >&2; then
+  step=$(grep -a '✗' "$OUT/kind-create.log" | tail -n 1 | sed 's/^ *✗ *//' || true)
+  err=$(grep -a '^ERROR' "$OUT/kind-create.log" | tail -n 1 || true)
+  kind export logs "$OUT/kind-logs" --name "$NAME" >/dev/null 2>&1 || true
+  say "kind create cluster failed at step \"${step:-unknown}\": ${err:-see $OUT/kind-create.log}"
+  say "its output: $OUT/kind-create.log; the node's logs: $OUT/kind-logs (when kind could export them)"
+  exit 1
+fi
+say "cluster $NAME ready in $((SECONDS - t))s"
 
 failures=0
 
@@ -227,15 +300,13 @@ run_upgrade_scenarios() {
   run_e2e sample-fixed pass --from payload/old --to payload/new
   run_e2e sample-buggy finding --from payload/old --to payload/new-buggy
 
-  CORPUS=${KIND_E2E_CORPUS:-$ROOT/../shared/payloads}
-  if [[ -d $CORPUS/mco-4.13 ]]; then
-    corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
-      --stub-missing-crds --create-missing-namespaces)
-    run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
-    run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
-  else
-    say "no corpus at $CORPUS; skipping the mco scenarios (set KIND_E2E_CORPUS)"
-  fi
+  corpus=(--from "$CORPUS/mco-4.13" --from-version 4.13.0 --to-version 4.14.0
+    --stub-missing-crds --create-missing-namespaces)
+  run_e2e mco-after-fix pass "${corpus[@]}" --to "$CORPUS/mco-after-fix"
+  run_e2e mco-before-fix finding "${corpus[@]}" --to "$CORPUS/mco-before-fix"
+  # A whole release: kind serves no OpenShift API, so the payload brings its own CRDs.
+  run_e2e openshift-multi pass --from "$CORPUS/openshift-multi" --to "$CORPUS/openshift-multi" \
+    --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces
 }
 
 # ---- the operator scenario -------------------------------------------------------------------
@@ -304,7 +375,11 @@ run_operator() {
   local image=$OP_IMAGE holder old t0 took pods
   : >"$HOLDERS"
   say "operator: loading $image into $NAME"
-  kind load docker-image "$image" --name "$NAME" >&2 || return 1
+  if [[ -n $OP_ARCHIVE ]]; then
+    kind load image-archive "$OP_ARCHIVE" --name "$NAME" >&2 || return 1
+  else
+    kind load docker-image "$image" --name "$NAME" >&2 || return 1
+  fi
 
   if [[ $image == minicvo:dev ]]; then
     k apply -k deploy/ >&2 || return 1
@@ -375,6 +450,15 @@ run_operator() {
   say "operator: $old deleted, $holder leads ${took}s later (released on SIGTERM; expiry would take 60-120 s)"
 }
 
+# The operator leaves with its namespace and RBAC (deploy/), so that it reconciles nothing under
+# the scenarios that follow on the same cluster.
+remove_operator() {
+  local t=$SECONDS
+  k delete -k deploy/ --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 ||
+    say "operator: kubectl delete -k deploy/ did not finish"
+  say "operator: removed deploy/ in $((SECONDS - t))s"
+}
+
 # ---- the real-pod scenarios -----------------------------------------------------------------
 
 # The same script as minicvo's CI runs on the plane with a node (tests/it/node_mco_story.rs,
@@ -393,14 +477,66 @@ run_real_pods() {
     bash hack/scenarios/real-pods.sh
 }
 
+# ---- the documentation, word for word --------------------------------------------------------
+
+# The blocks between the kind-walkthrough markers of README.md and docs/e2e.md, each run as
+# written (bash -e) with minicvo on PATH and KUBECONFIG a file of its own; the cluster they make
+# (minicvo) is deleted when one fails.
+DOCS_CLUSTER=
+run_walkthrough() { # run_walkthrough FILE
+  local doc=$1 name script rc=0 t=$SECONDS
+  name=$(basename "$doc" .md)
+  script=$OUT/walkthrough-$name.sh
+  python3 - "$doc" "$script" <<'EOF' || return 1
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"<!-- kind-walkthrough:start -->\n```sh\n(.*?)```\n<!-- kind-walkthrough:end -->", text, re.S)
+if not m:
+    sys.exit(f"{sys.argv[1]} has no kind-walkthrough block")
+open(sys.argv[2], "w").write("set -euo pipefail\n" + m.group(1))
+EOF
+  mkdir -p "$OUT/docs-path"
+  ln -sf "$BIN" "$OUT/docs-path/minicvo"
+  DOCS_CLUSTER=minicvo
+  say "docs: running the kind walkthrough of $doc ($(grep -cv '^#\|^set ' "$script") commands)"
+  PATH=$OUT/docs-path:$PATH KUBECONFIG=$OUT/walkthrough-$name.kubeconfig bash "$script" >"$OUT/walkthrough-$name.log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    say "docs: the walkthrough of $doc failed with exit code $rc; its output ends:"
+    tail -n 15 "$OUT/walkthrough-$name.log" | sed 's/^/    /' >&2
+    kind delete cluster --name minicvo >/dev/null 2>&1 || true
+    DOCS_CLUSTER=
+    return 1
+  fi
+  DOCS_CLUSTER=
+  say "docs: every command of $doc's walkthrough succeeded in $((SECONDS - t))s (output in $OUT/walkthrough-$name.log)"
+}
+run_docs() {
+  local ok=0
+  run_walkthrough README.md || ok=1
+  run_walkthrough docs/e2e.md || ok=1
+  return "$ok"
+}
+
+# timed NAME COMMAND...: runs COMMAND, counts a failure, says how long it took.
+timed() {
+  local name=$1 t=$SECONDS
+  shift
+  "$@" || failures=$((failures + 1))
+  say "$name took $((SECONDS - t))s"
+}
+operator_scenario() { run_operator || { stop_simulator; operator_diagnostics; return 1; }; }
+
 case $SCENARIO in
-  upgrade) run_upgrade_scenarios ;;
-  real-pods) run_real_pods || failures=$((failures + 1)) ;;
-  operator) run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; } ;;
+  upgrade) timed "upgrade scenarios" run_upgrade_scenarios ;;
+  real-pods) timed "real-pods" run_real_pods ;;
+  operator) timed "operator" operator_scenario ;;
+  docs) timed "docs" run_docs ;;
   all)
-    run_upgrade_scenarios
-    run_operator || { failures=$((failures + 1)); stop_simulator; operator_diagnostics; }
-    run_real_pods || failures=$((failures + 1))
+    timed "upgrade scenarios" run_upgrade_scenarios
+    timed "operator" operator_scenario
+    remove_operator
+    timed "real-pods" run_real_pods
+    timed "docs" run_docs
     ;;
 esac
 

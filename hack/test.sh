@@ -9,6 +9,11 @@
 # The tests see MINICVO_TEST_KUBECONFIG and KUBECONFIG (admin context current, `alice` context
 # unprivileged) and TESTPLANE_BIN (kubectl and friends). A missing plane is a failure, never a skip.
 #
+# The kind scenarios (hack/kind-e2e.sh all, then hack/kind-faults.sh) run after the Rust tests
+# when there are no ARGS, or alone with `hack/test.sh --kind`; TESTPLANE_KIND=0 never runs them.
+# Their binaries, root file system and minicvo's static build are prepared in the background
+# while the Rust tests compile and run; a failed scenario fails the run.
+#
 # A second plane, with a node (hack/testplane.sh start --nodes 1), runs the tests of real pods
 # (tests/it/node_*.rs). It is built and started when there are no ARGS, when an argument names
 # `node`, or when TESTPLANE_NODES=1; TESTPLANE_NODES=0 never starts it. Its tests see
@@ -21,10 +26,21 @@ cd "$ROOT"
 
 phase() { echo "test.sh: $1 took $(($SECONDS - $2))s" >&2; }
 
+KIND_ONLY=0
+if [[ ${1:-} == --kind ]]; then
+  KIND_ONLY=1
+  shift
+fi
+KIND=${TESTPLANE_KIND:-}
+if [[ -z $KIND ]]; then
+  KIND=0
+  if (($# == 0)); then KIND=1; fi
+fi
+if ((KIND_ONLY)); then KIND=1; fi
 NODES=${TESTPLANE_NODES:-}
 if [[ -z $NODES ]]; then
   NODES=0
-  if (($# == 0)); then NODES=1; fi
+  if (($# == 0)) && ((!KIND_ONLY)); then NODES=1; fi
   for a in "$@"; do [[ $a == *node* ]] && NODES=1; done
 fi
 
@@ -43,6 +59,46 @@ if [[ $NODES == 1 ]]; then
   phase "build of the node tools" "$t"
 fi
 
+KIND_PREP_PID=
+KIND_PREP_LOG=
+if [[ $KIND == 1 ]]; then
+  # The kind tools, the node's root file system and the static minicvo, while the Rust tests
+  # compile and run (niced: the tests come first).
+  KIND_PREP_LOG=$(mktemp)
+  (nice -n 10 bash hack/build-kind-image.sh --prepare &&
+    nice -n 10 bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$KIND_PREP_LOG" 2>&1 &
+  KIND_PREP_PID=$!
+fi
+
+# The kind step: waits for the preparation, runs the scenarios, then the faults. Sets KIND_RC.
+KIND_RC=0
+run_kind() {
+  local t=$SECONDS
+  if ! wait "$KIND_PREP_PID"; then
+    echo "test.sh: preparing kind failed; its log ends:" >&2
+    tail -n 40 "$KIND_PREP_LOG" >&2
+    KIND_RC=1
+    return
+  fi
+  KIND_PREP_PID=
+  grep -E '^build-(kind|operator-image):' "$KIND_PREP_LOG" >&2 || true
+  phase "kind preparation (waited for)" "$t"
+  t=$SECONDS
+  bash hack/kind-e2e.sh all || KIND_RC=$?
+  phase "kind scenarios (exit code $KIND_RC)" "$t"
+  t=$SECONDS
+  local frc=0
+  bash hack/kind-faults.sh || frc=$?
+  phase "kind faults (exit code $frc)" "$t"
+  ((KIND_RC == 0)) && KIND_RC=$frc
+}
+if ((KIND_ONLY)); then
+  trap '[[ -n $KIND_PREP_PID ]] && kill $KIND_PREP_PID 2>/dev/null; rm -f "$KIND_PREP_LOG"' EXIT
+  run_kind
+  echo "kind: $( ((KIND_RC == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $KIND_RC)")"
+  exit "$KIND_RC"
+fi
+
 # Compile before starting the plane: a build error needs no cluster, and the plane does not idle.
 t=$SECONDS
 if (($# == 0)); then
@@ -56,19 +112,32 @@ t=$SECONDS
 TESTPLANE_DIR=
 TESTPLANE_NODE_DIR=
 SUMMARY=
-cleanup() {
-  local rc=$? t=$SECONDS
+# Stops both planes (once); returns 1 when the plane with a node left something behind.
+stop_planes() {
+  local t=$SECONDS ok=0
   if [[ -n $TESTPLANE_NODE_DIR ]]; then
     # A node that leaves anything behind fails the run.
     if ! bash hack/testplane.sh stop "$TESTPLANE_NODE_DIR"; then
       echo "test.sh: the plane with a node did not stop cleanly" >&2
-      if ((rc == 0)); then rc=1; fi
+      ok=1
     fi
+    TESTPLANE_NODE_DIR=
     phase "stop of the plane with a node" "$t"
   fi
   if [[ -n $TESTPLANE_DIR ]]; then bash hack/testplane.sh stop "$TESTPLANE_DIR" || true; fi
-  # The closing line: every test of every binary, summed.
+  TESTPLANE_DIR=
+  return "$ok"
+}
+cleanup() {
+  local rc=$?
+  if ! stop_planes && ((rc == 0)); then rc=1; fi
+  if [[ -n $KIND_PREP_PID ]]; then kill "$KIND_PREP_PID" 2>/dev/null || true; fi
+  [[ -n $KIND_PREP_LOG ]] && rm -f "$KIND_PREP_LOG"
+  # The closing lines: every test of every binary, summed; the kind step.
   if [[ -n $SUMMARY ]]; then echo "tests: $SUMMARY"; fi
+  if [[ $KIND == 1 && -n $SUMMARY ]]; then
+    echo "kind: $( ((KIND_RC == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $KIND_RC)")"
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -110,4 +179,10 @@ SUMMARY=$(awk '/^test result:/ {
     }
   } END { printf "%d passed, %d failed", p, f }' "$LOG")
 rm -f "$LOG"
+if [[ $KIND == 1 ]]; then
+  # The planes are done: their CPU and memory go to kind.
+  if ! stop_planes && ((rc == 0)); then rc=1; fi
+  run_kind
+  if ((rc == 0)); then rc=$KIND_RC; fi
+fi
 exit "$rc"

@@ -11,6 +11,7 @@ mod operator;
 mod plan;
 mod progress;
 mod simulate;
+mod status;
 mod upgrade_plan;
 
 use std::process::ExitCode;
@@ -69,6 +70,9 @@ enum Command {
     /// ClusterVersion `spec.desiredUpdate` changes, reconcile every interval, with leader
     /// election, metrics and health endpoints.
     Operator(operator::OperatorArgs),
+    /// Show what `oc adm upgrade` shows: the current release, progress, conditions, and the
+    /// recommended and conditional updates of ClusterVersion `version`.
+    Status(status::StatusArgs),
     /// Print shell completions for bash, zsh or fish on stdout.
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff) on stdout.
@@ -142,6 +146,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(a) => simulate::simulate(&a),
         Command::E2e(a) => e2e::e2e(&a, cli.verbose, cli.quiet),
         Command::Operator(a) => operator::operator(&a),
+        Command::Status(a) => status::status(&a),
         Command::Completions(a) => completions::completions(&a),
         Command::Man(a) => completions::man(&a),
     }

@@ -1,5 +1,6 @@
 //! What ClusterVersion `version` asks for, read the CVO's way: the release
-//! (`spec.desiredUpdate`, else the release the operator itself runs), the overrides
+//! (`spec.desiredUpdate`, a version alone resolved to its image through
+//! `status.availableUpdates`; else the release the operator itself runs), the overrides
 //! (`spec.overrides`) and the capabilities (`spec.capabilities`: a baseline set plus additional
 //! ones). A change of any of them is new work.
 
@@ -56,11 +57,20 @@ pub fn from_cluster_version(
             .to_string()
     };
     let mut version = text("/desiredUpdate/version");
-    let image = text("/desiredUpdate/image");
+    let mut image = text("/desiredUpdate/image");
     let force = spec
         .and_then(|s| s.pointer("/desiredUpdate/force"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    if image.is_empty() && !version.is_empty() {
+        // A version alone is resolved through `status.availableUpdates` (the update graph),
+        // as the CVO resolves it; unresolved, it is looked for among the payloads at hand.
+        if let Some(i) =
+            cluster_version.and_then(|cv| crate::graph::status::resolve_version(cv, &version))
+        {
+            image = i;
+        }
+    }
     if version.is_empty() && image.is_empty() {
         // No request: what the cluster last went to, else the operator's own release.
         version = cluster_version
@@ -208,6 +218,49 @@ mod tests {
         let cv = json!({"spec": {"desiredUpdate": {"version": "4.14.0", "force": true}}});
         let forced = from_cluster_version(Some(&cv), "4.13.0").unwrap();
         assert!(forced.force && forced != d && forced.same_work(&d));
+    }
+
+    #[test]
+    fn a_version_alone_takes_the_image_of_an_available_update_or_of_the_running_release() {
+        let cv = json!({
+            "spec": {"desiredUpdate": {"version": "4.14.0"}},
+            "status": {
+                "availableUpdates": [{"version": "4.14.0", "image": "r@sha256:14"}],
+                "desired": {"version": "4.13.0", "image": "r@sha256:13"},
+                "history": [
+                    {"version": "4.13.0", "image": "r@sha256:13", "state": "Completed"},
+                    {"version": "4.12.0", "image": "r@sha256:12", "state": "Completed"},
+                ],
+            },
+        });
+        let d = from_cluster_version(Some(&cv), "4.13.0").unwrap();
+        assert_eq!(
+            (d.version.as_str(), d.image.as_str()),
+            ("4.14.0", "r@sha256:14")
+        );
+        // The release the cluster runs: its image.
+        let mut back = cv.clone();
+        back["spec"]["desiredUpdate"]["version"] = json!("4.13.0");
+        let d = from_cluster_version(Some(&back), "4.13.0").unwrap();
+        assert_eq!(d.image, "r@sha256:13");
+        // An older one from history is not resolved (the CVO stays on its release).
+        back["spec"]["desiredUpdate"]["version"] = json!("4.12.0");
+        let d = from_cluster_version(Some(&back), "4.13.0").unwrap();
+        assert_eq!(d.image, "");
+        // Neither: the version alone (looked for among the payloads at hand).
+        let mut other = cv.clone();
+        other["spec"]["desiredUpdate"]["version"] = json!("4.99.0");
+        assert_eq!(
+            from_cluster_version(Some(&other), "4.13.0").unwrap().image,
+            ""
+        );
+        // An image given is used as it is.
+        let mut both = cv.clone();
+        both["spec"]["desiredUpdate"]["image"] = json!("mine");
+        assert_eq!(
+            from_cluster_version(Some(&both), "4.13.0").unwrap().image,
+            "mine"
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //!   then the [`preconditions`]; refused unless `force`, what was forced is an accepted risk.
 //! - [`record`]: ReleaseAccepted and Kubernetes Events.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`updates`]: the update graph: `availableUpdates`, `conditionalUpdates` and
+//!   `RetrievedUpdates` from `spec.upstream` and `spec.channel`.
 //!
 //! Differences from the CVO are listed in docs/operator.md.
 
@@ -33,6 +35,7 @@ pub mod preconditions;
 pub mod record;
 pub mod schedule;
 mod sync;
+pub mod updates;
 pub mod verify;
 
 use std::sync::{Arc, Mutex};
@@ -222,6 +225,16 @@ pub async fn run(
         Err(e) => return Err(OperatorError::ClusterVersion(e)),
     };
     let cluster_version = follow::follow(conn.client.clone(), initial);
+    let updates = tokio::spawn(updates::run(
+        conn.client.clone(),
+        cluster_version.clone(),
+        updates::UpdatesOptions {
+            interval: options.schedule.interval,
+            own_version: options.release.clone(),
+            timeout: updates::FETCH_TIMEOUT,
+        },
+        work_cancel.clone(),
+    ));
     let mut sync = sync::SyncLoop {
         conn,
         index: Arc::new(Mutex::new(index)),
@@ -231,6 +244,7 @@ pub async fn run(
         identity,
     };
     sync.run(&work_cancel).await;
+    updates.abort();
     if let Some((elector, stop, lost, renew)) = held {
         stop.cancel();
         let _ = renew.await;

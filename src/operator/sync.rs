@@ -136,9 +136,11 @@ impl SyncLoop {
                     .await;
                 continue;
             }
-            // While a desired release stands refused, the passes of the current one say so.
+            // While a desired release stands refused, the passes of the current one say so
+            // (an invalid spec is the `Invalid` condition's, not ReleaseAccepted's).
             let standing = refused
                 .as_ref()
+                .filter(|(_, _, r)| r.reason != INVALID)
                 .map(|(_, _, r)| (r.reason.to_string(), r.message.clone()));
             match self.pass(w, standing, cancel).await {
                 PassEnd::Completed => {
@@ -219,7 +221,25 @@ impl SyncLoop {
             )
             .await?;
         }
-        let mut payload = find_and_load(&self.index, &self.options, wanted, None).await?;
+        let asked_by_version = wanted.image.is_empty()
+            && cv
+                .and_then(|cv| cv.pointer("/spec/desiredUpdate/version"))
+                .and_then(Value::as_str)
+                == Some(wanted.version.as_str());
+        let mut payload = find_and_load(&self.index, &self.options, wanted, None)
+            .await
+            .map_err(|r| match r.reason {
+                // Neither an available update nor a payload at hand: the CVO's refusal.
+                "RetrievePayload" if asked_by_version => {
+                    tracing::info!("{}", r.message);
+                    Refusal {
+                        reason: INVALID,
+                        message: crate::graph::status::not_available_message(&wanted.version),
+                        event: None,
+                    }
+                }
+                _ => r,
+            })?;
         let explicit = self.options.explicit_features;
         if !explicit.all() {
             let timeout = self.options.apply.runner.request_timeout;
@@ -300,15 +320,23 @@ impl SyncLoop {
     }
 
     async fn refuse(&self, r: &Refusal) {
-        match record::release_accepted(&self.conn.client, false, r.reason, &r.message).await {
-            Ok(_) => {}
-            Err(e) => tracing::warn!("recording ReleaseAccepted=False: {e}"),
+        if r.reason == INVALID {
+            if let Err(e) = set_invalid(&self.conn.client, Some(&r.message)).await {
+                tracing::warn!("recording Invalid=True: {e}");
+            }
+        } else if let Err(e) =
+            record::release_accepted(&self.conn.client, false, r.reason, &r.message).await
+        {
+            tracing::warn!("recording ReleaseAccepted=False: {e}");
         }
         let message = r.event.clone().unwrap_or_else(|| r.message.clone());
         self.event(true, "ReleaseRejected", message).await;
     }
 
     async fn accepted(&self, w: &Work) {
+        if let Err(e) = set_invalid(&self.conn.client, None).await {
+            tracing::warn!("removing Invalid: {e}");
+        }
         let message = format!(
             "Payload loaded version=\"{}\" image=\"{}\" architecture=\"{}\"",
             w.version,
@@ -542,6 +570,31 @@ impl SyncLoop {
             self.hooks.metrics.set_operators(items);
         }
     }
+}
+
+/// The reason of a refusal recorded as the CVO's `Invalid` condition, not `ReleaseAccepted`.
+const INVALID: &str = "InvalidClusterVersion";
+
+/// Sets `Invalid=True` with `message`, or removes `Invalid` (`None`), as the CVO does for a
+/// `spec` that does not validate.
+async fn set_invalid(
+    client: &kube::Client,
+    message: Option<&str>,
+) -> Result<bool, crate::cluster::request::RequestError> {
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    super::updates::write::update_status(client, |status| {
+        let mut s = status.clone();
+        if let Some(Value::Array(list)) = s.get_mut("conditions") {
+            match message {
+                Some(m) => crate::cvo::status::set(list, &now, "Invalid", "True", INVALID, m),
+                None => list.retain(|c| c["type"] != "Invalid"),
+            }
+        }
+        s
+    })
+    .await
 }
 
 /// The payload of `wanted`, loaded, or why not: its image when it names one (pulled once,

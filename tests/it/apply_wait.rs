@@ -176,6 +176,64 @@ async fn wait_timeout_fails_cleanly_naming_the_operator() {
     support::openshift::assert_real_crds(&admin, "Default").await;
 }
 
+/// A wait whose operator's workload cannot run (its image does not exist, and the shared plane
+/// has no node) says so within seconds, names the workload and what to do, and the
+/// `--wait-timeout` failure carries it too.
+#[tokio::test]
+async fn a_wait_says_when_no_workload_of_the_operator_runs() {
+    let conn = apply_util::connection(None).await;
+    let admin = support::openshift::shared_plane_crds().await;
+    let co = support::unique_name("idle");
+    let ns = support::NamespaceGuard::adopt(support::unique_name("co-idle"));
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: idle-operator\n  namespace: {ns}\n  \
+         annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n\
+         spec:\n  selector:\n    matchLabels:\n      app: idle-operator\n  template:\n    metadata:\n      \
+         labels:\n        app: idle-operator\n    spec:\n      containers:\n      - name: operator\n        \
+         image: registry.example.invalid/idle-operator:1\n"
+    );
+    apply_util::write_payload(
+        dir.path(),
+        "4.0.0",
+        &[
+            (
+                "0000_50_idle_00_namespace.yaml".into(),
+                apply_util::namespace(&ns),
+            ),
+            ("0000_50_idle_01_deployment.yaml".into(), deployment),
+            (
+                "0000_50_idle_02_clusteroperator.yaml".into(),
+                apply_util::cluster_operator(&co, "4.0.0"),
+            ),
+        ],
+    );
+    let plan = apply_util::plan(dir.path(), Mode::Updating);
+    let mut options = apply_util::options();
+    options.runner.wait_timeout = Duration::from_secs(8);
+    let (report, events) = apply_util::run(&conn, plan, &options).await;
+    let hint_prefix = format!("no workload of its operator runs (deployment {ns}/idle-operator: ");
+    let hinted = events.iter().find_map(|e| match &e.kind {
+        EventKind::WaitProgress {
+            operator, blocking, ..
+        } if *operator == co => blocking
+            .iter()
+            .find(|b| b.starts_with(&hint_prefix))
+            .map(|b| (e.elapsed, b.clone())),
+        _ => None,
+    });
+    let (at, hint) = hinted.unwrap_or_else(|| panic!("no workload hint in {events:#?}"));
+    assert!(at < Duration::from_secs(8), "the hint came after {at:?}");
+    assert!(hint.contains("`minicvo simulate PAYLOAD`"), "{hint}");
+    assert!(hint.contains("--wait-timeout (now 8s)"), "{hint}");
+    assert!(!report.ok);
+    let e = &report.errors[0];
+    assert!(e.message.contains(&hint_prefix), "{}", e.message);
+    let ops = apply_util::operators(&admin);
+    support::delete_quietly(&ops, &co).await;
+    support::delete_namespace(&admin, &ns).await;
+}
+
 #[tokio::test]
 async fn the_run_timeout_stops_a_wait_and_reports_it() {
     let conn = apply_util::connection(None).await;

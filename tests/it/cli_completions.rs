@@ -12,6 +12,7 @@ const SUBCOMMANDS: &[&str] = &[
     "diff",
     "simulate",
     "e2e",
+    "status",
     "completions",
     "man",
 ];

@@ -39,6 +39,7 @@ pub mod delete;
 pub mod handle;
 pub mod namespace_wait;
 pub mod operator_wait;
+mod operator_workloads;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -27,19 +27,40 @@ use kube::core::Request;
 use serde_json::Value;
 
 use super::handle::{ClusterHandle, Served, not_served_yet};
+use super::operator_workloads;
 use crate::apply::engine::{Done, TaskContext, TaskError, TaskResult};
 use crate::apply::events::{EventKind, Outcome};
 use crate::cluster::body;
 use crate::cluster::discovery::Resolved;
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::watch::{self, WatchEnd};
-use crate::clusteroperator::{self as operator, Health};
+use crate::clusteroperator as operator;
 use crate::cvo;
 use crate::cvo::error::{ApiErrorClass, UpdateError};
 use crate::merge;
 use crate::plan::{Action, Mode, Task};
 
 const GROUP: &str = "config.openshift.io";
+
+/// When a blocked wait first looks at the operator's workloads, and how often after that.
+const HINT_FIRST: Duration = Duration::from_secs(3);
+const HINT_EVERY: Duration = Duration::from_secs(10);
+
+/// What a blocked wait shows: the operator's state, the CVO's error for it, and the hint
+/// about its workloads.
+struct Shown {
+    blocking: Vec<String>,
+    error: Option<UpdateError>,
+    hint: Option<String>,
+}
+
+impl Shown {
+    fn with_hint(&self) -> Vec<String> {
+        let mut v = self.blocking.clone();
+        v.extend(self.hint.clone());
+        v
+    }
+}
 
 fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
@@ -368,15 +389,29 @@ impl OperatorWait {
                 .detail(format!("would wait: {}", first.blocking.join("; "))));
         }
         let started = tokio::time::Instant::now();
-        let mut last_error = self.cvo_error(ctx, task, initial.as_ref());
+        let last_error = self.cvo_error(ctx, task, initial.as_ref());
         self.cluster.emitter.emit(EventKind::WaitStarted {
             task: ctx.task.clone(),
             operator: name.to_string(),
             blocking: first.blocking.clone(),
             error: last_error.clone(),
         });
-        let mut last: Health = first;
-        let end = watch::watch_until(
+        // What the progress shows: the operator's state, and the workload hint once there is
+        // one (operator_workloads). Both the watch and the hint loop update it.
+        let shown = std::sync::Mutex::new(Shown {
+            blocking: first.blocking.clone(),
+            error: last_error,
+            hint: None,
+        });
+        let emit = |s: &Shown| {
+            self.cluster.emitter.emit(EventKind::WaitProgress {
+                task: ctx.task.clone(),
+                operator: name.to_string(),
+                blocking: s.with_hint(),
+                error: s.error.clone(),
+            });
+        };
+        let watching = watch::watch_until(
             &self.cluster.client,
             &collection,
             name,
@@ -389,20 +424,44 @@ impl OperatorWait {
                     return Some(h);
                 }
                 let error = self.cvo_error(ctx, task, live);
-                if h.blocking != last.blocking || error != last_error {
-                    self.cluster.emitter.emit(EventKind::WaitProgress {
-                        task: ctx.task.clone(),
-                        operator: name.to_string(),
-                        blocking: h.blocking.clone(),
-                        error: error.clone(),
-                    });
+                let mut s = shown.lock().expect("wait state lock");
+                if h.blocking != s.blocking || error != s.error {
+                    s.blocking = h.blocking;
+                    s.error = error;
+                    emit(&s);
                 }
-                last_error = error;
-                last = h;
                 None
             },
-        )
-        .await;
+        );
+        let workloads = operator_workloads::workloads_of(&self.cluster.plan, task);
+        let hinting = async {
+            if workloads.is_empty() {
+                return std::future::pending::<()>().await;
+            }
+            let mut delay = HINT_FIRST;
+            loop {
+                tokio::time::sleep(delay).await;
+                delay = HINT_EVERY;
+                let hint = operator_workloads::hint(
+                    &self.cluster.client,
+                    name,
+                    &workloads,
+                    self.cluster.options.wait_timeout,
+                    self.cluster.options.request_timeout,
+                )
+                .await;
+                let mut s = shown.lock().expect("wait state lock");
+                if hint != s.hint {
+                    s.hint = hint;
+                    emit(&s);
+                }
+            }
+        };
+        let end = tokio::select! {
+            end = watching => end,
+            () = hinting => unreachable!("the hint loop never ends"),
+        };
+        let shown = shown.into_inner().expect("wait state lock");
         match end {
             WatchEnd::Done(h) => {
                 let waited = started.elapsed();
@@ -422,18 +481,20 @@ impl OperatorWait {
             }
             WatchEnd::TimedOut(state) => {
                 let h = operator::health(state.as_ref(), &want, mode);
+                let mut why = h.blocking;
+                why.extend(shown.hint);
                 Err(TaskError::failed(
                     format!(
                         "clusteroperator {name} is not done after --wait-timeout {}: {}",
                         format_duration(self.cluster.options.wait_timeout),
-                        h.blocking.join("; ")
+                        why.join("; ")
                     ),
                     attempts,
                 ))
             }
             WatchEnd::Cancelled => Err(TaskError::interrupted(format!(
                 "stopped while waiting for clusteroperator {name}: {}",
-                last.blocking.join("; ")
+                shown.with_hint().join("; ")
             ))),
             WatchEnd::Failed(e) => Err(TaskError::failed(
                 format!("cannot watch clusteroperator {name}: {e}"),

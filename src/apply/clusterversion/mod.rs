@@ -483,7 +483,11 @@ async fn put_status(
             "clusterversion {NAME} disappeared during the run"
         )));
     };
-    object["status"] = status.clone();
+    // The update graph's fields and conditions are the operator's, written beside the run:
+    // kept as the object has them now.
+    let mut status = status.clone();
+    crate::graph::status::carry_over(&object["status"], &mut status);
+    object["status"] = status;
     let body = serde_json::to_vec(&object).map_err(|e| RequestError::Build(e.to_string()))?;
     let build = |sub: bool| {
         let r = Request::new(url);

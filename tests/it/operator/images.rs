@@ -15,7 +15,7 @@ use super::{INSTALL_LIMIT, written};
 use crate::support;
 
 /// Pushes the sample `name` (without its OpenShift CRDs) as a one-layer release image.
-fn push_sample(host: &str, repo_tag: &str, name: &str) -> tempfile::TempDir {
+pub(super) fn push_sample(host: &str, repo_tag: &str, name: &str) -> tempfile::TempDir {
     use crate::support::image::layout::{Layer, Layout};
     let dir = tempfile::tempdir().unwrap();
     let mut layout = Layout::new(dir.path());

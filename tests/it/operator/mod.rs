@@ -7,12 +7,14 @@
 //! These tests use the bundled samples' fixed names and ClusterVersion `version`, so each holds
 //! [`support::fixed_names_lock`].
 
+mod graph;
 mod images;
 mod leader;
 mod preconditions;
 mod signatures;
 mod supersede;
 mod support_op;
+mod update_service;
 
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ use tokio::time::Instant;
 
 use self::support_op::{
     Operator, condition, fresh_cluster, history_is, kubectl, patch_cv, payloads, sample, simulator,
-    wait_cv, wait_refused,
+    wait_cv,
 };
 use crate::support;
 
@@ -242,13 +244,22 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
 
     // A release no payload provides: refused, nothing written.
     let rvs = written(&client).await;
+    // Neither an available update nor a payload at hand: the CVO's `Invalid` condition.
     patch_cv(&desired_update("4.99.0"));
-    let cv = wait_refused(&client, Duration::from_secs(30)).await;
-    let (_, reason, message) = condition(&cv, "ReleaseAccepted");
-    assert_eq!(reason, "RetrievePayload");
+    let cv = wait_cv(&client, "Invalid=True", Duration::from_secs(30), |cv| {
+        condition(cv, "Invalid").0 == "True"
+    })
+    .await;
+    let (_, reason, message) = condition(&cv, "Invalid");
+    assert_eq!(reason, "InvalidClusterVersion");
+    assert_eq!(
+        message,
+        "The cluster version is invalid: spec.desiredUpdate.version: Invalid value: \"4.99.0\": when image is empty the update must be an available update"
+    );
+    let log = op.log();
     assert!(
-        message.contains("no payload for version 4.99.0") && message.contains("4.13.0, 4.14.0"),
-        "{message}"
+        log.contains("no payload for version 4.99.0") && log.contains("4.13.0, 4.14.0"),
+        "the payloads looked at are logged\n{log}"
     );
     // Two more reconcile passes of 4.14.0 run meanwhile, and write nothing.
     more_passes(&op, "reconciling", 2.0).await;
@@ -265,15 +276,13 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
         "{:#}",
         cv["status"]["history"]
     );
-    // Back to the release the cluster runs: accepted again.
+    // Back to the release the cluster runs: accepted again, `Invalid` removed.
     patch_cv(&desired_update("4.14.0"));
-    wait_cv(
-        &client,
-        "ReleaseAccepted=True",
-        Duration::from_secs(30),
-        |cv| condition(cv, "ReleaseAccepted").0 == "True",
-    )
+    let cv = wait_cv(&client, "no Invalid", Duration::from_secs(30), |cv| {
+        condition(cv, "Invalid").0.is_empty()
+    })
     .await;
+    assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
 
     let term = Instant::now();
     op.signal("TERM");
