@@ -156,13 +156,12 @@ impl Verifier {
                 return Err(ConfigError::Data { source_name });
             };
             if key.starts_with(KEY_PREFIX) {
-                let ring = signature::read_keyring(text.as_bytes()).map_err(|reason| {
-                    ConfigError::Key {
+                let ring =
+                    signature::read_keyring(text.as_bytes()).map_err(|e| ConfigError::Key {
                         source_name: source_name.clone(),
                         key: key.clone(),
-                        reason,
-                    }
-                })?;
+                        reason: e.0,
+                    })?;
                 keyrings.insert(key.clone(), ring);
             } else if key.starts_with(STORE_PREFIX) {
                 let store = Store::parse(text).ok_or_else(|| ConfigError::Store {

@@ -69,6 +69,7 @@ struct Identity {
     reference: String,
 }
 
+/// Read only so that a wrong type is refused, as Go's decoder refuses it.
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 struct Optional {
@@ -77,6 +78,11 @@ struct Optional {
     #[allow(dead_code)]
     timestamp: i64,
 }
+
+/// A keyring that reads neither armored nor binary, or holds no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KeyringError(pub String);
 
 /// The most signed content read (a signature document is a few hundred bytes; the content
 /// may be compressed, so the signature's own size does not bound it).
@@ -89,8 +95,8 @@ pub const ATOMIC_TYPE: &str = "atomic container signature";
 /// accepts both).
 ///
 /// # Errors
-/// Why neither form reads, or an empty keyring.
-pub fn read_keyring(data: &[u8]) -> Result<Vec<SignedPublicKey>, String> {
+/// [`KeyringError`]: why neither form reads, or an empty keyring.
+pub fn read_keyring(data: &[u8]) -> Result<Vec<SignedPublicKey>, KeyringError> {
     let armored = SignedPublicKey::from_armor_many(data)
         .map_err(|e| e.to_string())
         .and_then(|(keys, _)| {
@@ -99,7 +105,7 @@ pub fn read_keyring(data: &[u8]) -> Result<Vec<SignedPublicKey>, String> {
         });
     let keys = match armored {
         Ok(k) if !k.is_empty() => k,
-        Ok(_) => return Err("no public key in it".into()),
+        Ok(_) => return Err(KeyringError("no public key in it".into())),
         Err(armor) => {
             let binary = SignedPublicKey::from_bytes_many(data)
                 .map_err(|e| e.to_string())
@@ -109,11 +115,15 @@ pub fn read_keyring(data: &[u8]) -> Result<Vec<SignedPublicKey>, String> {
                 });
             match binary {
                 Ok(k) if !k.is_empty() => k,
-                Ok(_) => return Err(format!("unable to read keyring with armor ({armor})")),
+                Ok(_) => {
+                    return Err(KeyringError(format!(
+                        "unable to read keyring with armor ({armor})"
+                    )));
+                }
                 Err(bin) => {
-                    return Err(format!(
+                    return Err(KeyringError(format!(
                         "unable to read keyring with armor ({armor}) or without armor ({bin})"
-                    ));
+                    )));
                 }
             }
         }

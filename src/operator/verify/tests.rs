@@ -305,7 +305,7 @@ fn a_keyring_reads_armored_or_binary_and_junk_says_both_ways_failed() {
     let two = format!("{}\n{}", armored(&k), armored(&b));
     assert_eq!(signature::read_keyring(two.as_bytes()).unwrap().len(), 1);
     let junk = signature::read_keyring(b"junk").unwrap_err();
-    assert!(junk.contains("with armor"), "{junk}");
+    assert!(junk.0.contains("with armor"), "{junk}");
 }
 
 #[test]
