@@ -9,6 +9,7 @@
 
 mod images;
 mod leader;
+mod metrics_access;
 mod supersede;
 mod support_op;
 
