@@ -447,7 +447,7 @@ async fn a_renewed_serving_certificate_is_served_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let first = write_serving_pair(dir.path());
     let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
-    let op = start(
+    let mut op = start(
         &ns,
         "127.0.0.1",
         &[
