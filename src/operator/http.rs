@@ -266,6 +266,9 @@ async fn connection(
     context: Arc<routes::Context>,
     acceptor: Option<TlsAcceptor>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    // Responses go out at once: without it, a response written in two pieces (the TLS records
+    // of head and body) can wait for the client's delayed ACK, 40 ms.
+    stream.set_nodelay(true)?;
     let Some(acceptor) = acceptor else {
         return requests(stream, context, None).await;
     };

@@ -195,13 +195,11 @@ impl Access {
             ..TokenReview::default()
         };
         let api: Api<TokenReview> = Api::all(self.client.clone());
-        let answer = tokio::time::timeout(
-            REVIEW_TIMEOUT,
-            api.create(&PostParams::default(), &review),
-        )
-        .await
-        .map_err(|_| format!("no answer within {REVIEW_TIMEOUT:?}"))?
-        .map_err(|e| e.to_string())?;
+        let answer =
+            tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
+                .await
+                .map_err(|_| format!("no answer within {REVIEW_TIMEOUT:?}"))?
+                .map_err(|e| e.to_string())?;
         let Some(status) = answer.status else {
             return Ok(None);
         };

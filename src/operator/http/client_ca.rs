@@ -66,7 +66,9 @@ pub enum ClientCaError {
         source: std::io::Error,
     },
     /// The ConfigMap could not be read.
-    #[error("reading {source_name}: {error}; hint: the operator needs get on it (deploy/ binds Role extension-apiserver-authentication-reader)")]
+    #[error(
+        "reading {source_name}: {error}; hint: the operator needs get on it (deploy/ binds Role extension-apiserver-authentication-reader)"
+    )]
     Api {
         /// What was read.
         source_name: String,
@@ -74,7 +76,9 @@ pub enum ClientCaError {
         error: kube::Error,
     },
     /// The ConfigMap or its key is absent: the API server has no client CA.
-    #[error("{0} is absent: the API server has no --client-ca-file, so no client certificate is trusted")]
+    #[error(
+        "{0} is absent: the API server has no --client-ca-file, so no client certificate is trusted"
+    )]
     Absent(String),
     /// The bundle holds no usable certificate.
     #[error("{source_name}: {message}")]
@@ -174,13 +178,13 @@ impl ClientCa {
             }
             ClientCaSource::ConfigMap => {
                 let api: Api<ConfigMap> = Api::namespaced(client.clone(), CONFIGMAP_NAMESPACE);
-                let found = api
-                    .get_opt(CONFIGMAP_NAME)
-                    .await
-                    .map_err(|error| ClientCaError::Api {
-                        source_name: name.clone(),
-                        error,
-                    })?;
+                let found =
+                    api.get_opt(CONFIGMAP_NAME)
+                        .await
+                        .map_err(|error| ClientCaError::Api {
+                            source_name: name.clone(),
+                            error,
+                        })?;
                 match found
                     .and_then(|cm| cm.data)
                     .and_then(|mut d| d.remove(CONFIGMAP_KEY))

@@ -39,7 +39,10 @@ pub(super) async fn answer<B>(
         "/healthz" if context.health.is_alive() => text(StatusCode::OK, "ok"),
         "/healthz" => text(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("no progress for {}s\n", context.health.quiet_for().as_secs()),
+            format!(
+                "no progress for {}s\n",
+                context.health.quiet_for().as_secs()
+            ),
         ),
         _ if context.health.is_ready() => text(StatusCode::OK, "ok"),
         _ => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),

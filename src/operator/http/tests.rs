@@ -203,13 +203,12 @@ async fn send_tls(
     raw: &[u8],
     identity: Option<Identity>,
 ) -> (Reply, CertificateDer<'static>) {
-    let builder = ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .dangerous()
-    .with_custom_certificate_verifier(Arc::new(AnyServer));
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyServer));
     let config = match identity {
         Some((certs, key)) => builder
             .with_client_auth_cert(certs, key)
@@ -398,7 +397,10 @@ async fn unknown_paths_are_404_and_other_methods_405() {
 #[tokio::test]
 async fn malformed_requests_are_400() {
     let s = start().await;
-    for raw in [&b"garbage\r\n\r\n"[..], b"GET /metrics HTTP/1.1 extra\r\n\r\n"] {
+    for raw in [
+        &b"garbage\r\n\r\n"[..],
+        b"GET /metrics HTTP/1.1 extra\r\n\r\n",
+    ] {
         let r = send(s.addr, raw).await;
         assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(raw));
     }
@@ -469,7 +471,11 @@ async fn liveness_lasts_the_window_after_each_mark() {
 #[tokio::test]
 async fn over_tls_the_probes_need_no_credentials_and_metrics_do() {
     let names = tls::names_for("127.0.0.1:0".parse().expect("addr"));
-    let s = start_tls(Arc::new(ServingCert::generate(&names).expect("generated")), None).await;
+    let s = start_tls(
+        Arc::new(ServingCert::generate(&names).expect("generated")),
+        None,
+    )
+    .await;
     s.health.set_ready(true);
     for path in ["/healthz", "/readyz"] {
         let (r, _) = send_tls(s.addr, request("GET", path, "").as_bytes(), None).await;
@@ -477,8 +483,14 @@ async fn over_tls_the_probes_need_no_credentials_and_metrics_do() {
     }
     let (r, _) = send_tls(s.addr, request("GET", "/metrics", "").as_bytes(), None).await;
     assert_eq!(r.status, 401, "{r:?}");
-    assert!(r.body.contains("no client certificate and no bearer token"), "{r:?}");
-    assert_eq!(r.header("www-authenticate"), Some("Bearer realm=\"minicvo\""));
+    assert!(
+        r.body.contains("no client certificate and no bearer token"),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer realm=\"minicvo\"")
+    );
     assert!(!r.body.contains("minicvo_leader"), "{r:?}");
     // A plain-HTTP request to the TLS port is not answered with the metrics.
     let mut stream = TcpStream::connect(s.addr).await.expect("connect");
@@ -505,7 +517,8 @@ async fn a_client_certificate_of_another_ca_is_401() {
     let s = start_tls(
         Arc::new(ServingCert::generate(&names).expect("cert")),
         Some(&ca_file),
-    ).await;
+    )
+    .await;
     let (r, _) = send_tls(
         s.addr,
         request("GET", "/metrics", "").as_bytes(),
@@ -532,8 +545,18 @@ async fn the_client_ca_names_the_user_and_groups_of_a_certificate_it_signed() {
         ),
         "nothing trusted before a load"
     );
-    assert!(client_ca.refresh(&unreachable_client()).await.expect("loads"));
-    assert!(!client_ca.refresh(&unreachable_client()).await.expect("same"));
+    assert!(
+        client_ca
+            .refresh(&unreachable_client())
+            .await
+            .expect("loads")
+    );
+    assert!(
+        !client_ca
+            .refresh(&unreachable_client())
+            .await
+            .expect("same")
+    );
     let user = client_ca.verify(&certs).expect("trusted");
     assert_eq!(user.name, "system:serviceaccount:mon:prom");
     assert_eq!(user.groups, ["monitoring"]);
@@ -545,7 +568,11 @@ async fn the_client_ca_names_the_user_and_groups_of_a_certificate_it_signed() {
     let generation = client_ca.generation();
     std::fs::write(&file, "not pem").expect("write");
     assert!(client_ca.refresh(&unreachable_client()).await.is_err());
-    assert_eq!(client_ca.generation(), generation, "a bad bundle keeps the old one");
+    assert_eq!(
+        client_ca.generation(),
+        generation,
+        "a bad bundle keeps the old one"
+    );
     assert!(client_ca.verify(&certs).is_ok());
 }
 

@@ -150,12 +150,9 @@ impl State {
                     .chain([f64::INFINITY])
                     .zip(h.counts)
                     .collect();
-                family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                    h.sum,
-                    h.count,
-                    &buckets,
-                    None,
-                )?;
+                family
+                    .encode_family(&labels)?
+                    .encode_histogram::<NoLabelSet>(h.sum, h.count, &buckets, None)?;
             }
         }
 

@@ -70,10 +70,8 @@ async fn hold_lease(client: &kube::Client, ns: &str) {
 /// `metrics_flags`.
 fn start(ns: &str, host: &str, metrics_flags: &[&str]) -> Standby {
     let port = free_port();
-    let log = std::env::temp_dir().join(format!(
-        "{}.log",
-        support::unique_name("operator-metrics")
-    ));
+    let log =
+        std::env::temp_dir().join(format!("{}.log", support::unique_name("operator-metrics")));
     let mut c = crate::support::cli::command(&["-v", "operator", "--release", "4.13.0"]);
     for p in payloads(&["old"]) {
         c.arg("--payloads").arg(p);
@@ -165,13 +163,12 @@ async fn https_get(
     identity: Option<Identity>,
 ) -> Option<Answer> {
     let go = async {
-        let builder = ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .ok()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyServer));
+        let builder =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .ok()?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyServer));
         let config = match identity {
             Some((certs, key)) => builder.with_client_auth_cert(certs, key).ok()?,
             None => builder.with_no_client_auth(),
@@ -313,7 +310,10 @@ async fn metrics_answer_401_without_identity_403_without_the_right_and_200_with_
             .to_string()
     };
     let (scraper, stranger, alice) = (token("scraper"), token("stranger"), alice_token());
-    assert!(!alice.is_empty(), "the plane's kubeconfig has alice's token");
+    assert!(
+        !alice.is_empty(),
+        "the plane's kubeconfig has alice's token"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let (ca, ca_pem) = new_ca("metrics clients");
@@ -476,8 +476,15 @@ async fn a_renewed_serving_certificate_is_served_without_a_restart() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    eprintln!("new certificate served {:?} after the write", renewed.elapsed());
-    assert!(op.log().contains("reloaded the serving certificate"), "{}", op.log());
+    eprintln!(
+        "new certificate served {:?} after the write",
+        renewed.elapsed()
+    );
+    assert!(
+        op.log().contains("reloaded the serving certificate"),
+        "{}",
+        op.log()
+    );
     assert!(op.child.try_wait().unwrap().is_none(), "no restart");
 }
 
@@ -513,7 +520,11 @@ async fn plain_http_is_served_only_when_asked_for_and_warned_about_off_loopback(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(!local.log().contains(warning), "{}", local.log());
-    assert!(local.log().contains("on http://127.0.0.1:"), "{}", local.log());
+    assert!(
+        local.log().contains("on http://127.0.0.1:"),
+        "{}",
+        local.log()
+    );
 }
 
 #[test]
@@ -544,4 +555,129 @@ fn the_metrics_flags_refuse_half_or_contradictory_settings() {
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
     }
+}
+
+/// A kubeconfig in `dir` for ServiceAccount `ns/name` of the plane (a TokenRequest token).
+fn service_account_kubeconfig(dir: &Path, ns: &str, name: &str) -> PathBuf {
+    let view =
+        |path: &str| kubectl(&["config", "view", "--raw", "-o", &format!("jsonpath={path}")]);
+    let server = view("{.clusters[0].cluster.server}");
+    let ca = view("{.clusters[0].cluster.certificate-authority-data}");
+    let token = kubectl(&["-n", ns, "create", "token", name, "--duration=10m"]);
+    let file = dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: plane\n  cluster:\n    server: {server}\n    \
+             certificate-authority-data: {ca}\nusers:\n- name: {name}\n  user:\n    token: {}\n\
+             contexts:\n- name: {name}\n  context:\n    cluster: plane\n    user: {name}\n\
+             current-context: {name}\n",
+            token.trim()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[tokio::test]
+async fn deploy_rbac_lets_the_operator_review_scrapers_and_prometheus_scrape() {
+    // deploy/ works in namespace openshift-cluster-version with Lease `version`, as the operator
+    // tests do.
+    let _lock = support::fixed_names_lock().await;
+    let client = support::admin_client().await;
+    // The operator's own RBAC, without 21-clusterrole-payload.yaml (full access would hide a
+    // missing rule), and the scraper's.
+    for f in [
+        "00-namespace.yaml",
+        "10-serviceaccount.yaml",
+        "20-clusterrole-operator.yaml",
+        "22-clusterrolebindings.yaml",
+        "30-role.yaml",
+        "31-rolebinding-client-ca.yaml",
+        "60-metrics-reader.yaml",
+    ] {
+        kubectl(&["apply", "-f", &deploy_file(f)]);
+    }
+    let ns = "openshift-cluster-version";
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
+    let _ = leases.delete("version", &Default::default()).await;
+    let held = Lease {
+        metadata: ObjectMeta {
+            name: Some("version".into()),
+            ..ObjectMeta::default()
+        },
+        ..Lease::default()
+    };
+    let mut held = held;
+    held.spec = Some(LeaseSpec {
+        holder_identity: Some("someone-else".into()),
+        lease_duration_seconds: Some(3600),
+        renew_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+        ..LeaseSpec::default()
+    });
+    leases.create(&PostParams::default(), &held).await.unwrap();
+    // Prometheus's ServiceAccount, as kube-prometheus names it.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "monitoring"}}))
+                .unwrap(),
+        )
+        .await;
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), "monitoring");
+    let _ = accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "prometheus-k8s"}}))
+                .unwrap(),
+        )
+        .await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = service_account_kubeconfig(dir.path(), ns, "minicvo");
+    let port = free_port();
+    let log = dir.path().join("operator.log");
+    let mut c = crate::support::cli::command(&["-v", "operator", "--release", "4.13.0"]);
+    for p in payloads(&["old"]) {
+        c.arg("--payloads").arg(p);
+    }
+    c.args(["--retry-period", "500ms", "--metrics-addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let op = Standby {
+        child: c.spawn().expect("operator starts"),
+        port,
+        log,
+    };
+    wait_ready(&op).await;
+
+    let prometheus = kubectl(&["-n", "monitoring", "create", "token", "prometheus-k8s"]);
+    let (status, body, _) = https_get(op.port, "/metrics", Some(prometheus.trim()), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "prometheus-k8s: {body}\n{}", op.log());
+    let (status, body, _) = https_get(op.port, "/metrics", Some(&alice_token()), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "alice: {body}");
+    // The client CA: the RoleBinding lets the operator read the ConfigMap, which the plane's
+    // API server (no --client-ca-file) does not publish: absent, not forbidden.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !op.log().contains("is absent") {
+        assert!(Instant::now() < deadline, "{}", op.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !op.log().contains("hint: the operator needs"),
+        "{}",
+        op.log()
+    );
+    drop(op);
+    let _ = leases.delete("version", &Default::default()).await;
 }
