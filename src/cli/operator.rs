@@ -159,7 +159,7 @@ async fn serve_metrics(
     hooks: &Hooks,
     cancel: &CancellationToken,
 ) -> anyhow::Result<()> {
-    use operator::http::{ClientCaSource, ServingCert, Transport};
+    use operator::http::{ClientCa, ClientCaSource, ServingCert, Transport};
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| UsageError(format!("--metrics-addr {addr}: {e}")))?;
@@ -189,10 +189,19 @@ async fn serve_metrics(
             "serving /metrics, /healthz and /readyz on https://{local}, certificate sha256 {}{generated}",
             cert.fingerprint()
         );
-        let client_ca = a
-            .metrics_client_ca_file
-            .clone()
-            .map_or(ClientCaSource::ConfigMap, ClientCaSource::File);
+        let client_ca = ClientCa::new(
+            a.metrics_client_ca_file
+                .clone()
+                .map_or(ClientCaSource::ConfigMap, ClientCaSource::File),
+        );
+        if a.metrics_client_ca_file.is_some() {
+            // A file given must be usable now; the API server's CA may come later.
+            client_ca
+                .refresh(client)
+                .await
+                .map_err(|e| UsageError(format!("--metrics-client-ca-file: {e}")))?;
+            tracing::info!("client CA for /metrics loaded from {}", client_ca.source());
+        }
         Transport::tls(client.clone(), cert, client_ca, cancel)
     };
     let (m, h, c) = (hooks.metrics.clone(), hooks.health.clone(), cancel.clone());

@@ -160,18 +160,18 @@ impl Health {
 impl Transport {
     /// HTTPS with `cert` (its files read again every [`tls::RELOAD_INTERVAL`]) and `/metrics`
     /// for clients that `client` (the operator's connection) authenticates and authorizes,
-    /// client certificates checked against the CA of `client_ca` (read again every
+    /// client certificates checked against `client_ca` (read again every
     /// [`client_ca::REFRESH_INTERVAL`]). The reloads stop when `cancel` fires.
     #[must_use]
     pub fn tls(
         client: kube::Client,
         cert: ServingCert,
-        client_ca: ClientCaSource,
+        client_ca: ClientCa,
         cancel: &CancellationToken,
     ) -> Self {
         let cert = Arc::new(cert);
         cert.spawn_reload(tls::RELOAD_INTERVAL, cancel.clone());
-        let ca = Arc::new(ClientCa::new(client_ca));
+        let ca = Arc::new(client_ca);
         ca.spawn_refresh(client.clone(), client_ca::REFRESH_INTERVAL, cancel.clone());
         Transport::Tls {
             cert,

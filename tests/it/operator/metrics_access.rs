@@ -681,3 +681,34 @@ async fn deploy_rbac_lets_the_operator_review_scrapers_and_prometheus_scrape() {
     drop(op);
     let _ = leases.delete("version", &Default::default()).await;
 }
+
+#[tokio::test]
+async fn a_client_ca_file_that_does_not_load_stops_the_operator_at_start() {
+    let client = support::admin_client().await;
+    let ns = support::test_namespace(&client, "metrics-badca").await;
+    hold_lease(&client, &ns).await;
+    let dir = tempfile::tempdir().unwrap();
+    let not_pem = dir.path().join("ca.crt");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    for file in [not_pem, dir.path().join("absent.crt")] {
+        let mut op = start(
+            &ns,
+            "127.0.0.1",
+            &["--metrics-client-ca-file", file.to_str().unwrap()],
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let code = loop {
+            if let Some(s) = op.child.try_wait().unwrap() {
+                break s.code();
+            }
+            assert!(Instant::now() < deadline, "still running\n{}", op.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(code, Some(2), "{}", op.log());
+        assert!(
+            op.log().contains("--metrics-client-ca-file"),
+            "{}",
+            op.log()
+        );
+    }
+}
