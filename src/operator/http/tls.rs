@@ -268,10 +268,15 @@ impl ServingCert {
 #[must_use]
 pub fn names_for(local: std::net::SocketAddr) -> Vec<String> {
     let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    // Only a name that is a DNS name: anything else would fail the generation.
     if let Ok(host) = std::env::var("HOSTNAME")
         && !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
     {
-        names.push(host);
+        names.push(host.to_ascii_lowercase());
     }
     let ip = local.ip();
     if !ip.is_unspecified() && !ip.is_loopback() {
