@@ -10,6 +10,7 @@
 mod graph;
 mod images;
 mod leader;
+mod metrics_access;
 mod supersede;
 mod support_op;
 mod update_service;
