@@ -69,9 +69,31 @@ pub struct OperatorArgs {
     #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     pub retry_period: Duration,
     /// Serve /metrics, /healthz and /readyz on this address (HOST:PORT, or PORT for
-    /// 127.0.0.1:PORT). Off by default.
+    /// 127.0.0.1:PORT), over HTTPS: /metrics only for a client certificate of the API server's
+    /// client CA or a bearer token, either allowed to get /metrics (TokenReview,
+    /// SubjectAccessReview); /healthz and /readyz for anyone. Off by default.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// The serving certificate (PEM, leaf first) for --metrics-addr, read again when it
+    /// changes. Without it and --serving-key-file, a self-signed certificate is generated at
+    /// start.
+    #[arg(long, value_name = "FILE", requires_all = ["metrics_addr", "serving_key_file"])]
+    pub serving_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of --serving-cert-file, read again when it changes.
+    #[arg(long, value_name = "FILE", requires = "serving_cert_file")]
+    pub serving_key_file: Option<PathBuf>,
+    /// The CA bundle (PEM) client certificates of /metrics must chain to (default: key
+    /// client-ca-file of ConfigMap kube-system/extension-apiserver-authentication, as the CVO).
+    #[arg(long, value_name = "FILE", requires = "metrics_addr")]
+    pub metrics_client_ca_file: Option<PathBuf>,
+    /// Serve --metrics-addr over plain HTTP, without TLS or authentication: anyone who reaches
+    /// the address reads /metrics. For a loopback address; any other is warned about.
+    #[arg(
+        long,
+        requires = "metrics_addr",
+        conflicts_with_all = ["serving_cert_file", "serving_key_file", "metrics_client_ca_file"]
+    )]
+    pub metrics_plain_http: bool,
     /// How objects are written (as `apply`).
     #[arg(long, value_enum, default_value = "cvo", value_name = "STRATEGY")]
     pub apply_strategy: StrategyArg,
@@ -132,6 +154,68 @@ fn metrics_addr(s: &str) -> Result<std::net::SocketAddr, UsageError> {
             "--metrics-addr {s:?}: {e} (expected HOST:PORT or PORT)"
         ))
     })
+}
+
+/// Binds `addr` and serves `/metrics`, `/healthz` and `/readyz` there until `cancel` fires.
+async fn serve_metrics(
+    a: &OperatorArgs,
+    addr: std::net::SocketAddr,
+    client: &kube::Client,
+    hooks: &Hooks,
+    cancel: &CancellationToken,
+) -> anyhow::Result<()> {
+    use operator::http::{ClientCa, ClientCaSource, ServingCert, Transport};
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| UsageError(format!("--metrics-addr {addr}: {e}")))?;
+    let local = listener.local_addr()?;
+    let transport = if a.metrics_plain_http {
+        if !local.ip().is_loopback() {
+            tracing::warn!(
+                "--metrics-plain-http on {local}, which is not a loopback address: anyone who \
+                 can reach it reads /metrics, unencrypted and without authentication"
+            );
+        }
+        tracing::info!("serving /metrics, /healthz and /readyz on http://{local}");
+        Transport::PlainHttp
+    } else {
+        let cert = match (&a.serving_cert_file, &a.serving_key_file) {
+            (Some(c), Some(k)) => ServingCert::from_files(c, k)
+                .map_err(|e| UsageError(format!("--serving-cert-file: {e}")))?,
+            _ => ServingCert::generate(&operator::http::tls::names_for(local))?,
+        };
+        let generated = if cert.is_generated() {
+            " (self-signed, generated at start: clients cannot verify it; give \
+             --serving-cert-file and --serving-key-file for one they can)"
+        } else {
+            ""
+        };
+        tracing::info!(
+            "serving /metrics, /healthz and /readyz on https://{local}, certificate sha256 {}{generated}",
+            cert.fingerprint()
+        );
+        let client_ca = ClientCa::new(
+            a.metrics_client_ca_file
+                .clone()
+                .map_or(ClientCaSource::ConfigMap, ClientCaSource::File),
+        );
+        if a.metrics_client_ca_file.is_some() {
+            // A file given must be usable now; the API server's CA may come later.
+            client_ca
+                .refresh(client)
+                .await
+                .map_err(|e| UsageError(format!("--metrics-client-ca-file: {e}")))?;
+            tracing::info!("client CA for /metrics loaded from {}", client_ca.source());
+        }
+        Transport::tls(client.clone(), cert, client_ca, cancel)
+    };
+    let (m, h, c) = (hooks.metrics.clone(), hooks.health.clone(), cancel.clone());
+    tokio::spawn(async move {
+        if let Err(e) = operator::http::serve(listener, m, h, transport, c).await {
+            tracing::error!("metrics server: {e}");
+        }
+    });
+    Ok(())
 }
 
 /// Cancels `cancel` on SIGTERM or the first Ctrl-C.
@@ -237,19 +321,7 @@ pub fn operator(a: &OperatorArgs) -> anyhow::Result<ExitCode> {
         cancel_on_signals(&cancel);
         let hooks = Hooks::default();
         if let Some(addr) = addr {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| UsageError(format!("--metrics-addr {addr}: {e}")))?;
-            tracing::info!(
-                "serving /metrics, /healthz and /readyz on {}",
-                listener.local_addr()?
-            );
-            let (m, h, c) = (hooks.metrics.clone(), hooks.health.clone(), cancel.clone());
-            tokio::spawn(async move {
-                if let Err(e) = operator::http::serve(listener, m, h, c).await {
-                    tracing::error!("metrics server: {e}");
-                }
-            });
+            serve_metrics(a, addr, &conn.client, &hooks, &cancel).await?;
         }
         match operator::run(conn, index, options, hooks, cancel).await {
             Ok(()) => anyhow::Ok(ExitCode::SUCCESS),

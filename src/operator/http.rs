@@ -1,30 +1,50 @@
-//! `/metrics`, `/healthz` and `/readyz`: a minimal HTTP/1.1 server on tokio, enough for a
-//! Prometheus scrape and the kubelet's probes, with no HTTP framework.
-//!
-//! One request per connection: the server reads the request head (at most [`MAX_HEAD`] bytes
-//! within [`HEAD_TIMEOUT`]), answers with `Connection: close` and closes. Only `GET` and
-//! `HEAD` are served; a request body is never read. Each connection runs in its own task, at
-//! most [`MAX_CONNECTIONS`] at a time (further clients wait in the listen backlog).
+//! `/metrics`, `/healthz` and `/readyz`: HTTP/1.1 served by hyper, over TLS (tokio-rustls) or,
+//! only when asked for, plain HTTP.
 //!
 //! | path | answer |
 //! |---|---|
-//! | `/metrics` | 200, [`Metrics::render`] as `text/plain; version=0.0.4; charset=utf-8` |
-//! | `/healthz` | 200 `ok` while [`Health`] is alive, else 503 |
-//! | `/readyz` | 200 `ok` once [`Health::set_ready`] said so, else 503 |
+//! | `/metrics` | 200, [`Metrics::render`] as `text/plain; version=0.0.4; charset=utf-8`, to a client that [`Access`] allows; 401 without an identity, 403 for a user not allowed to `get` `/metrics`, 500 when the API server cannot say |
+//! | `/healthz` | 200 `ok` while [`Health`] is alive, else 503; no authentication |
+//! | `/readyz` | 200 `ok` once [`Health::set_ready`] said so, else 503; no authentication |
 //! | other | 404; a method other than `GET` or `HEAD`: 405 |
+//!
+//! Over TLS ([`Transport::Tls`]) the certificate is a [`ServingCert`] (files reloaded when they
+//! change, or generated at start) and `/metrics` needs a client certificate of the client CA or
+//! a bearer token, authorized by a SubjectAccessReview ([`access`]). The probes stay
+//! unauthenticated, as the kube components' `/healthz` and `/readyz` are (the kubelet probes
+//! without credentials). Over plain HTTP ([`Transport::PlainHttp`]) nothing is authenticated:
+//! a token sent in clear text would be given away.
+//!
+//! Connections are kept alive; a client has [`HEADER_TIMEOUT`] for each request head (also while
+//! idle between requests) and [`HANDSHAKE_TIMEOUT`] for the TLS handshake; a head larger than
+//! [`MAX_HEADER_SIZE`] is answered 431. At most [`MAX_CONNECTIONS`] connections are served at
+//! once (further clients wait in the listen backlog), each for at most [`CONNECTION_LIFETIME`].
+
+pub mod access;
+pub mod client_ca;
+mod routes;
+pub mod tls;
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::pki_types::CertificateDer;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, timeout};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
+
+pub use self::access::{Access, Decision, UserInfo};
+pub use self::client_ca::{ClientCa, ClientCaSource};
+pub use self::tls::{ServingCert, TlsError};
 
 /// How long after the last [`Health::mark_alive`] `/healthz` still answers 200, by default.
 ///
@@ -33,17 +53,35 @@ use super::metrics::Metrics;
 /// twice the interval, 8 minutes. A longer interval or pass timeout needs a longer window
 /// ([`Health::with_liveness_window`]), or the kubelet restarts a busy operator.
 pub const DEFAULT_LIVENESS_WINDOW: Duration = Duration::from_secs(10 * 60);
-/// The largest request head read (request line and headers); a larger one is answered 431.
-pub const MAX_HEAD: usize = 8 * 1024;
-/// How long a client may take to send its request head; a slower one is disconnected.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long writing a response may take.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest request head read (request line and headers; a ServiceAccount token is about
+/// 1 KiB); a larger one is answered 431.
+pub const MAX_HEADER_SIZE: usize = 16 * 1024;
+/// How long a client may take to send a request head, and stay idle between requests.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to complete the TLS handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one connection is served at most (a client that stops reading cannot hold a
+/// connection slot for ever).
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(10 * 60);
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format 0.0.4.
-pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const METRICS_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// How the server talks to its clients.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// HTTPS with this certificate; `/metrics` only for a client that `access` allows.
+    Tls {
+        /// The serving certificate.
+        cert: Arc<ServingCert>,
+        /// Who may read `/metrics`.
+        access: Arc<Access>,
+    },
+    /// Plain HTTP without authentication: anyone who reaches the address reads `/metrics`.
+    PlainHttp,
+}
 
 /// Liveness and readiness, as `/healthz` and `/readyz` report them.
 ///
@@ -119,21 +157,28 @@ impl Health {
     }
 }
 
-/// The limits of one server (the constants, shorter in tests).
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    head_timeout: Duration,
-    write_timeout: Duration,
-    max_head: usize,
-    max_connections: usize,
+impl Transport {
+    /// HTTPS with `cert` (its files read again every [`tls::RELOAD_INTERVAL`]) and `/metrics`
+    /// for clients that `client` (the operator's connection) authenticates and authorizes,
+    /// client certificates checked against `client_ca` (read again every
+    /// [`client_ca::REFRESH_INTERVAL`]). The reloads stop when `cancel` fires.
+    #[must_use]
+    pub fn tls(
+        client: kube::Client,
+        cert: ServingCert,
+        client_ca: ClientCa,
+        cancel: &CancellationToken,
+    ) -> Self {
+        let cert = Arc::new(cert);
+        cert.spawn_reload(tls::RELOAD_INTERVAL, cancel.clone());
+        let ca = Arc::new(client_ca);
+        ca.spawn_refresh(client.clone(), client_ca::REFRESH_INTERVAL, cancel.clone());
+        Transport::Tls {
+            cert,
+            access: Arc::new(Access::new(client, ca)),
+        }
+    }
 }
-
-const LIMITS: Limits = Limits {
-    head_timeout: HEAD_TIMEOUT,
-    write_timeout: WRITE_TIMEOUT,
-    max_head: MAX_HEAD,
-    max_connections: MAX_CONNECTIONS,
-};
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until `cancel` fires; then stops
 /// accepting, drops the connections in flight and returns `Ok`.
@@ -142,28 +187,34 @@ const LIMITS: Limits = Limits {
 /// the server goes on, pausing briefly when the process is out of resources.
 ///
 /// # Errors
-/// Only when the listener itself is unusable (accept fails with `InvalidInput`).
+/// The TLS settings could not be made ([`io::ErrorKind::InvalidInput`]), or the listener itself
+/// is unusable (accept fails with `InvalidInput`).
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
+    transport: Transport,
     cancel: CancellationToken,
 ) -> io::Result<()> {
-    serve_with(listener, metrics, health, cancel, LIMITS).await
-}
-
-async fn serve_with(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    health: Arc<Health>,
-    cancel: CancellationToken,
-    limits: Limits,
-) -> io::Result<()> {
+    let (acceptor, access) = match &transport {
+        Transport::Tls { cert, access } => {
+            let config = cert
+                .server_config()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            (Some(TlsAcceptor::from(config)), Some(access.clone()))
+        }
+        Transport::PlainHttp => (None, None),
+    };
+    let context = Arc::new(routes::Context {
+        metrics,
+        health,
+        access,
+    });
     // Dropped on return: the connections still in flight are aborted.
     let mut connections = JoinSet::new();
     loop {
         // At the limit, wait for a connection to end before accepting another.
-        while connections.len() >= limits.max_connections {
+        while connections.len() >= MAX_CONNECTIONS {
             tokio::select! {
                 () = cancel.cancelled() => return Ok(()),
                 _ = connections.join_next() => {}
@@ -174,9 +225,10 @@ async fn serve_with(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let (metrics, health) = (metrics.clone(), health.clone());
+                    let (context, acceptor) = (context.clone(), acceptor.clone());
                     connections.spawn(async move {
-                        if let Err(e) = handle(stream, &metrics, &health, limits).await {
+                        let served = timeout(CONNECTION_LIFETIME, connection(stream, context, acceptor));
+                        if let Ok(Err(e)) = served.await {
                             tracing::debug!("http connection from {peer}: {e}");
                         }
                     });
@@ -208,188 +260,50 @@ fn is_connection_error(e: &io::Error) -> bool {
     )
 }
 
-/// A response: status, content type, body.
-struct Response {
-    status: u16,
-    content_type: &'static str,
-    body: String,
-    /// Extra header lines, each ending in CRLF.
-    extra: &'static str,
+/// One connection: the TLS handshake if any, then HTTP/1.1 requests until the client closes.
+async fn connection(
+    stream: TcpStream,
+    context: Arc<routes::Context>,
+    acceptor: Option<TlsAcceptor>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    // Responses go out at once: without it, a response written in two pieces (the TLS records
+    // of head and body) can wait for the client's delayed ACK, 40 ms.
+    stream.set_nodelay(true)?;
+    let Some(acceptor) = acceptor else {
+        return requests(stream, context, None).await;
+    };
+    let tls = timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+        .await
+        .map_err(|_| "tls handshake timed out")??;
+    let chain: Option<Arc<[CertificateDer<'static>]>> =
+        tls.get_ref().1.peer_certificates().map(Arc::from);
+    requests(tls, context, chain).await
 }
 
-impl Response {
-    fn text(status: u16, body: impl Into<String>) -> Self {
-        Response {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            body: body.into(),
-            extra: "",
+/// Serves the requests of one connection.
+async fn requests<S>(
+    io: S,
+    context: Arc<routes::Context>,
+    chain: Option<Arc<[CertificateDer<'static>]>>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let (context, chain) = (context.clone(), chain.clone());
+        async move {
+            Ok::<_, std::convert::Infallible>(
+                routes::answer(&request, &context, chain.as_deref()).await,
+            )
         }
-    }
-}
-
-/// Reads one request head, answers it and closes.
-async fn handle(
-    mut stream: TcpStream,
-    metrics: &Metrics,
-    health: &Health,
-    limits: Limits,
-) -> io::Result<()> {
-    let (response, is_head) =
-        match timeout(limits.head_timeout, read_head(&mut stream, limits.max_head)).await {
-            Err(_) => (
-                Response::text(408, "request head not received in time\n"),
-                false,
-            ),
-            Ok(Err(e)) => return Err(e),
-            Ok(Ok(Head::Closed)) => return Ok(()),
-            Ok(Ok(Head::TooLarge)) => (Response::text(431, "request head too large\n"), false),
-            Ok(Ok(Head::Complete(head))) => match parse_request_line(&head) {
-                Ok((method, path)) => (route(method, path, metrics, health), method == "HEAD"),
-                Err(r) => (r, false),
-            },
-        };
-    let bytes = encode(&response, is_head);
-    timeout(limits.write_timeout, async {
-        stream.write_all(&bytes).await?;
-        stream.shutdown().await
-    })
-    .await
-    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "writing the response"))??;
-    // Read what the client may still send (a body we did not read) until it closes, briefly:
-    // closing a socket with unread data resets the connection, and the client could lose the
-    // response.
-    let mut sink = [0u8; 1024];
-    let _ = timeout(Duration::from_secs(1), async {
-        let mut left: usize = 64 * 1024;
-        while left > 0 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    })
-    .await;
+    });
+    http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_HEADER_SIZE)
+        .serve_connection(TokioIo::new(io), service)
+        .await?;
     Ok(())
-}
-
-/// What reading a request head gave.
-enum Head {
-    /// The request line and headers (without the blank line).
-    Complete(Vec<u8>),
-    /// Longer than the limit without an end.
-    TooLarge,
-    /// The client closed before sending a whole head.
-    Closed,
-}
-
-/// Reads until the blank line that ends the head (CRLF CRLF, or a bare LF LF).
-async fn read_head(stream: &mut TcpStream, max: usize) -> io::Result<Head> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(Head::Closed);
-        }
-        let searched = buf.len().saturating_sub(3);
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = head_end(&buf, searched) {
-            if end > max {
-                return Ok(Head::TooLarge);
-            }
-            buf.truncate(end);
-            return Ok(Head::Complete(buf));
-        }
-        if buf.len() > max {
-            return Ok(Head::TooLarge);
-        }
-    }
-}
-
-/// Where the head ends in `buf` (the blank line's start), searching from `from`.
-fn head_end(buf: &[u8], from: usize) -> Option<usize> {
-    (from..buf.len()).find(|&i| buf[i..].starts_with(b"\r\n\r\n") || buf[i..].starts_with(b"\n\n"))
-}
-
-/// The method and path (without the query) of the request line, or the error response.
-fn parse_request_line(head: &[u8]) -> Result<(&str, &str), Response> {
-    let line_end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
-    let line = std::str::from_utf8(&head[..line_end])
-        .map_err(|_| Response::text(400, "bad request\n"))?
-        .trim_end_matches('\r');
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Response::text(400, "bad request\n"));
-    };
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(Response::text(400, "bad request\n"));
-    }
-    if !version.starts_with("HTTP/1.") {
-        return Err(Response::text(505, "HTTP/1.x only\n"));
-    }
-    // The absolute form (`http://host/path`) names the path after the authority.
-    let path = match target.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => target,
-    };
-    let path = path.split(['?', '#']).next().unwrap_or_default();
-    Ok((method, path))
-}
-
-/// The answer to `method` on `path`.
-fn route(method: &str, path: &str, metrics: &Metrics, health: &Health) -> Response {
-    if !matches!(path, "/metrics" | "/healthz" | "/readyz") {
-        return Response::text(404, "not found\n");
-    }
-    if method != "GET" && method != "HEAD" {
-        return Response {
-            extra: "Allow: GET, HEAD\r\n",
-            ..Response::text(405, "method not allowed\n")
-        };
-    }
-    match path {
-        "/metrics" => Response {
-            content_type: METRICS_CONTENT_TYPE,
-            ..Response::text(200, metrics.render())
-        },
-        "/healthz" if health.is_alive() => Response::text(200, "ok"),
-        "/healthz" => Response::text(
-            503,
-            format!("no progress for {}s\n", health.quiet_for().as_secs()),
-        ),
-        _ if health.is_ready() => Response::text(200, "ok"),
-        _ => Response::text(503, "not ready\n"),
-    }
-}
-
-/// The response's bytes; a response to `HEAD` has the headers only.
-fn encode(r: &Response, head: bool) -> Vec<u8> {
-    let reason = match r.status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "",
-    };
-    let mut out = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-        r.status,
-        r.content_type,
-        r.body.len(),
-        r.extra
-    )
-    .into_bytes();
-    if !head {
-        out.extend_from_slice(r.body.as_bytes());
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The operator's metrics, rendered by hand in the Prometheus text exposition format 0.0.4.
+//! The operator's metrics, encoded by `prometheus-client` in the Prometheus text exposition
+//! format 0.0.4 (what the CVO's `promhttp` handler serves).
 //!
 //! The CVO's own names where it has one (cvo.md §8.3, cvo-apply.md §14): `cluster_version`,
 //! `cluster_version_payload`, `cluster_operator_payload_errors`, `cluster_operator_up` and
@@ -8,10 +9,21 @@
 //! Every setter takes one lock and replaces or bumps a value; [`Metrics::render`] takes the same
 //! lock, so a scrape never sees half an update. Families come in a fixed order and series in
 //! label order, so two renders of the same state are byte-identical.
+//!
+//! The state is plain data behind one mutex, exposed to `prometheus-client` as one
+//! [`Collector`](prometheus_client::collector::Collector) (`encode`): the crate writes the
+//! `# HELP`/`# TYPE` lines, escapes label values and help texts and spells the numbers. The
+//! crate's own metric types (`Family<Labels, Gauge>`) are not used for the series: a family is a
+//! hash map, so its series would come out in a random order, and replacing every
+//! ClusterOperator's series at once (as [`Metrics::set_operators`] does) would take a clear and
+//! a refill that a scrape could see half done.
+
+mod encode;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use prometheus_client::registry::Registry;
 
 use serde_json::Value;
 
@@ -29,9 +41,20 @@ pub const NO_AVAILABLE_CONDITION: &str = "NoAvailableCondition";
 /// The operator's metrics registry: cheap to update from any task, rendered on every scrape.
 ///
 /// `Send + Sync`; share it in an `Arc`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// Holds one collector, a view of `state`.
+    registry: Registry,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let state = Arc::new(Mutex::new(State::default()));
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(encode::View(state.clone())));
+        Metrics { state, registry }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -107,8 +130,7 @@ impl Metrics {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        // A panic elsewhere while holding the lock leaves plain data behind: keep serving it.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// Sets the `cluster_version` series of type `kind` (the CVO's types: `initial`,
@@ -255,263 +277,17 @@ impl Metrics {
     /// unlabelled ones (`minicvo_requests_total`, `minicvo_leader`), which always have one.
     #[must_use]
     pub fn render(&self) -> String {
-        let s = self.state();
         let mut out = String::with_capacity(4096);
-        s.render_cvo(&mut out);
-        s.render_own(&mut out);
+        // Writing to a String cannot fail, and the collector never fails on its own.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
     }
 }
 
-impl State {
-    /// The families named as in the CVO.
-    fn render_cvo(&self, out: &mut String) {
-        if !self.cluster_version.is_empty() {
-            header(
-                out,
-                "cluster_version",
-                "gauge",
-                "Releases of the cluster as seconds since the epoch, one series per type: \
-                 initial (the first release installed), cluster (the release it runs), desired \
-                 (the release ClusterVersion asks for), updating (the release a pass is \
-                 installing or updating to, since the pass started), completed (the release of \
-                 the last completed pass, when it completed), current (the release reconciled), \
-                 failure (the release whose last pass failed, when it failed). from_version is \
-                 the release the cluster ran before, where known.",
-            );
-            for (kind, v) in &self.cluster_version {
-                sample(
-                    out,
-                    "cluster_version",
-                    &[
-                        ("type", kind),
-                        ("version", &v.version),
-                        ("image", &v.image),
-                        ("from_version", &v.from_version),
-                    ],
-                    &float(v.value),
-                );
-            }
-        }
-
-        if let Some(p) = &self.payload {
-            header(
-                out,
-                "cluster_version_payload",
-                "gauge",
-                "Tasks of the release being applied: applied (finished) and pending (not yet), \
-                 in the pass in flight or the last one.",
-            );
-            for (kind, n) in [("applied", p.applied), ("pending", p.pending)] {
-                sample(
-                    out,
-                    "cluster_version_payload",
-                    &[("type", kind), ("version", &p.version)],
-                    &n.to_string(),
-                );
-            }
-        }
-
-        if !self.payload_errors.is_empty() {
-            header(
-                out,
-                "cluster_operator_payload_errors",
-                "gauge",
-                "Errors met applying each release since the process started.",
-            );
-            for (version, n) in &self.payload_errors {
-                sample(
-                    out,
-                    "cluster_operator_payload_errors",
-                    &[("version", version)],
-                    &n.to_string(),
-                );
-            }
-        }
-
-        if !self.operators_up.is_empty() {
-            header(
-                out,
-                "cluster_operator_up",
-                "gauge",
-                "1 if the ClusterOperator is Available=True, 0 otherwise, also when it has no \
-                 Available condition. version is its 'operator' version; reason is the reason of \
-                 its Available condition, or NoAvailableCondition.",
-            );
-            for (name, o) in &self.operators_up {
-                sample(
-                    out,
-                    "cluster_operator_up",
-                    &[
-                        ("name", name),
-                        ("version", &o.version),
-                        ("reason", &o.reason),
-                    ],
-                    if o.up { "1" } else { "0" },
-                );
-            }
-        }
-
-        if !self.operator_conditions.is_empty() {
-            header(
-                out,
-                "cluster_operator_conditions",
-                "gauge",
-                "The conditions of the ClusterOperators: 1 is True, 0 is False; a condition \
-                 that is neither has no series.",
-            );
-            for ((name, condition), (reason, v)) in &self.operator_conditions {
-                sample(
-                    out,
-                    "cluster_operator_conditions",
-                    &[("name", name), ("condition", condition), ("reason", reason)],
-                    &v.to_string(),
-                );
-            }
-        }
-    }
-
-    /// minicvo's own families.
-    fn render_own(&self, out: &mut String) {
-        if !self.passes.is_empty() {
-            header(
-                out,
-                "minicvo_sync_passes_total",
-                "counter",
-                "Passes of the payload's graph that ended, by mode and result (success or failure).",
-            );
-            for ((mode, result), n) in &self.passes {
-                sample(
-                    out,
-                    "minicvo_sync_passes_total",
-                    &[("mode", mode), ("result", result)],
-                    &n.to_string(),
-                );
-            }
-        }
-
-        if !self.durations.is_empty() {
-            let name = "minicvo_sync_pass_duration_seconds";
-            header(
-                out,
-                name,
-                "histogram",
-                "Wall time of a pass of the payload's graph, by mode.",
-            );
-            let bucket = format!("{name}_bucket");
-            for (mode, h) in &self.durations {
-                let mut cumulative = 0;
-                for (i, n) in h.counts.iter().enumerate() {
-                    cumulative += n;
-                    let le = PASS_DURATION_BUCKETS
-                        .get(i)
-                        .map_or_else(|| "+Inf".to_string(), |b| float(*b));
-                    sample(
-                        out,
-                        &bucket,
-                        &[("mode", mode), ("le", &le)],
-                        &cumulative.to_string(),
-                    );
-                }
-                sample(
-                    out,
-                    &format!("{name}_sum"),
-                    &[("mode", mode)],
-                    &float(h.sum),
-                );
-                sample(
-                    out,
-                    &format!("{name}_count"),
-                    &[("mode", mode)],
-                    &h.count.to_string(),
-                );
-            }
-        }
-
-        header(
-            out,
-            "minicvo_requests_total",
-            "counter",
-            "Requests sent to the API server since the process started.",
-        );
-        sample(
-            out,
-            "minicvo_requests_total",
-            &[],
-            &self.requests.to_string(),
-        );
-
-        header(
-            out,
-            "minicvo_leader",
-            "gauge",
-            "1 while this process holds the leader lease, 0 otherwise.",
-        );
-        sample(
-            out,
-            "minicvo_leader",
-            &[],
-            if self.leader { "1" } else { "0" },
-        );
-    }
-}
-
-/// The `# HELP` and `# TYPE` lines of a family.
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {}", escape_help(help));
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// One series: `name{label="value",...} value`.
-fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
-    out.push_str(name);
-    if !labels.is_empty() {
-        out.push('{');
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(k);
-            out.push_str("=\"");
-            out.push_str(&escape_label(v));
-            out.push('"');
-        }
-        out.push('}');
-    }
-    out.push(' ');
-    out.push_str(value);
-    out.push('\n');
-}
-
-/// A label value as the format wants it: backslash, double quote and line feed escaped.
-fn escape_label(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s
-}
-
-/// A help text as the format wants it: backslash and line feed escaped.
-fn escape_help(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-/// A float in the format's spelling: `+Inf`, `-Inf`, `NaN`, or Rust's shortest round-trip
-/// decimal (which Go's and Prometheus's parsers read).
-fn float(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".to_string()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.to_string()
-    } else {
-        v.to_string()
-    }
+/// The state, also after a panic elsewhere while holding the lock: it is plain data, keep
+/// serving it.
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

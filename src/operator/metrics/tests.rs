@@ -115,7 +115,7 @@ fn strict(text: &str) -> Vec<Line> {
                 "series twice: {line}"
             );
             assert!(
-                value == "+Inf" || value == "NaN" || value.parse::<f64>().is_ok(),
+                matches!(value.as_str(), "+Inf" | "-Inf" | "NaN") || value.parse::<f64>().is_ok(),
                 "{line}"
             );
             out.push((name, labels, value));
@@ -373,7 +373,7 @@ fn label_values_are_escaped() {
     m.set_cluster_version("failure", nasty, "img", "", 1.0);
     let text = m.render();
     assert!(
-        text.contains(r#"cluster_version{type="failure",version="a\\b \"quoted\"\nnext, x=y}",image="img",from_version=""} 1"#),
+        text.contains(r#"cluster_version{type="failure",version="a\\b \"quoted\"\nnext, x=y}",image="img",from_version=""} 1.0"#),
         "{text}"
     );
     let lines = strict(&text);
@@ -396,14 +396,35 @@ fn label_values_are_escaped() {
 }
 
 #[test]
-fn help_text_and_floats_use_the_formats_spelling() {
-    assert_eq!(escape_help("a\\b\nc \"d\""), "a\\\\b\\nc \"d\"");
-    assert_eq!(float(f64::INFINITY), "+Inf");
-    assert_eq!(float(f64::NEG_INFINITY), "-Inf");
-    assert_eq!(float(f64::NAN), "NaN");
-    assert_eq!(float(1.0), "1");
-    assert_eq!(float(0.25), "0.25");
-    assert_eq!(float(1_700_000_000.0), "1700000000");
+fn floats_and_special_values_use_the_formats_spelling() {
+    let m = Metrics::new();
+    m.set_cluster_version("completed", "1", "i", "", 1_700_000_000.0);
+    m.set_cluster_version("current", "2", "i", "", 0.25);
+    m.set_cluster_version("desired", "3", "i", "", f64::NAN);
+    m.set_cluster_version("failure", "4", "i", "", f64::INFINITY);
+    m.set_cluster_version("updating", "5", "i", "", f64::NEG_INFINITY);
+    let text = m.render();
+    let values: Vec<_> = strict(&text)
+        .into_iter()
+        .filter(|l| l.0 == "cluster_version")
+        .map(|l| l.2)
+        .collect();
+    assert_eq!(
+        values,
+        ["1700000000.0", "0.25", "NaN", "+Inf", "-Inf"],
+        "{text}"
+    );
+}
+
+#[test]
+fn help_texts_are_single_lines() {
+    let m = Metrics::new();
+    m.set_cluster_version("completed", "1", "i", "", 1.0);
+    m.observe_pass("updating", 1.0, true);
+    let text = m.render();
+    let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
+    let types = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
+    assert_eq!((helps, types), (5, 5), "{text}");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 mod graph;
 mod images;
 mod leader;
+mod metrics_access;
 mod preconditions;
 mod signatures;
 mod supersede;

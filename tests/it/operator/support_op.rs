@@ -74,6 +74,9 @@ impl Operator {
             "500ms",
             "--identity",
             identity,
+            // Plain HTTP on loopback: these tests read the figures, not who may
+            // (metrics_access.rs does that over HTTPS).
+            "--metrics-plain-http",
             "--metrics-addr",
         ])
         .arg(format!("127.0.0.1:{port}"))
