@@ -133,15 +133,9 @@ trap cleanup EXIT
 
 # ---- the images the node preloads, packed with crane ------------------------------------
 s=$SECONDS
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/registry"
-"$CRANE" registry serve --address "127.0.0.1:$port" --disk "$WORK/registry" >"$WORK/registry.log" 2>&1 &
-REG_PID=$!
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-REG=127.0.0.1:$port
+# shellcheck source=hack/lib/crane-registry.sh
+source hack/lib/crane-registry.sh
+start_crane_registry "$CRANE" "$WORK/registry"
 mkdir -p "$WORK/images" "$WORK/layers"
 "$CRANE" append --insecure -f "$ROOTFS" -t "$REG/base/debian:$SUITE" >/dev/null 2>>"$WORK/crane.log"
 

@@ -81,15 +81,10 @@ with tarfile.open(src, "w", format=tarfile.PAX_FORMAT) as t:
         t.addfile(m, None if data is None else io.BytesIO(data))
 PY
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/registry"
-"$CRANE" registry serve --address "127.0.0.1:$port" --disk "$WORK/registry" >"$WORK/registry.log" 2>&1 &
-REG_PID=$!
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-ref=127.0.0.1:$port/minicvo:dev
+# shellcheck source=hack/lib/crane-registry.sh
+source hack/lib/crane-registry.sh
+start_crane_registry "$CRANE" "$WORK/registry"
+ref=$REG/minicvo:dev
 "$CRANE" append --insecure -f "$WORK/layer.tar" -t "$ref" >/dev/null 2>"$WORK/crane.log" || { cat "$WORK/crane.log" >&2; exit 1; }
 ep=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])))' "$ENTRYPOINT")
 cmd=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])))' "$CMD")

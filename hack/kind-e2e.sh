@@ -148,6 +148,9 @@ if [[ $SCENARIO == upgrade || $SCENARIO == all ]]; then
   done
 fi
 
+# shellcheck source=hack/lib/crane-registry.sh
+source hack/lib/crane-registry.sh
+
 # Tools: ours where the machine has none (the test plane's kubectl and crane, the kind CLI of
 # hack/tools/kind), built or taken from their caches.
 command -v python3 >/dev/null || { say "python3 is not installed (used to read the JSON results)"; exit 2; }
@@ -206,23 +209,17 @@ fi
 STANDIN_IMAGE=minicvo.local/standin-operator:1
 PAUSE_IMAGE=minicvo.local/pause:1
 build_standin_images() {
-  local img=$OUT/images port prog pkg ref
+  local img=$OUT/images prog pkg ref
   rm -rf "$img"
   mkdir -p "$img/registry"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$CRANE" registry serve --address "127.0.0.1:$port" --disk "$img/registry" >"$img/registry.log" 2>&1 &
-  REG_PID=$!
-  for _ in $(seq 50); do
-    curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_crane_registry "$CRANE" "$img/registry" || return 1
   for prog in pause standin-operator; do
     pkg=./${prog#standin-}
     say "building image minicvo.local/$prog:1 (hack/tools/standin/$pkg)"
     mkdir -p "$img/$prog"
     (cd hack/tools/standin && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$img/$prog/$prog" "$pkg") >&2 || return 1
     tar -C "$img/$prog" --owner=0 --group=0 --numeric-owner -cf "$img/$prog.layer.tar" "$prog"
-    ref=127.0.0.1:$port/minicvo/$prog:1
+    ref=$REG/minicvo/$prog:1
     "$CRANE" append --insecure -f "$img/$prog.layer.tar" -t "$ref" >/dev/null 2>>"$img/crane.log" || return 1
     "$CRANE" mutate --insecure --entrypoint "/$prog" --set-platform linux/amd64 "$ref" \
       -t "minicvo.local/$prog:1" -o "$img/$prog.tar" >/dev/null 2>>"$img/crane.log" || return 1
