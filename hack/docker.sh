@@ -11,8 +11,8 @@
 #                                    on the host (iptables chains and rules of its own, bridges,
 #                                    the /lib/modules directory it made), then checks
 #   hack/docker.sh check             exits 1, naming each, when anything of ours is left: a
-#                                    process, a mount, a container network bridge, an iptables
-#                                    chain, /lib/modules made by us
+#                                    process, a mount, a container's cgroup, a container network
+#                                    bridge, an iptables chain, /lib/modules made by us
 #
 # The state directory is MINICVO_DOCKER_DIR (default /var/tmp/minicvo-docker): data-root (kept
 # between runs: the node image stays loaded), exec-root, socket, pid file, logs. A start after a
@@ -63,16 +63,26 @@ our_processes() {
       echo "${p#/proc/} $cmd"
     fi
   done
+  # A container's processes live in its cgroup and the cgroups below it (kind's nodes run
+  # systemd, which moves everything into sub-cgroups).
   for id in $(ls "$W/data/containers" 2>/dev/null); do
-    for f in /sys/fs/cgroup/pids/docker/"$id"/cgroup.procs /sys/fs/cgroup/systemd/docker/"$id"/cgroup.procs \
-      /sys/fs/cgroup/docker/"$id"/cgroup.procs; do
-      [[ -f $f ]] || continue
-      while read -r p; do
+    for base in /sys/fs/cgroup/pids/docker/"$id" /sys/fs/cgroup/systemd/docker/"$id" /sys/fs/cgroup/docker/"$id"; do
+      [[ -d $base ]] || continue
+      find "$base" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r p; do
         [[ -n $p ]] && echo "$p (in container ${id:0:12}) $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | cut -c1-80)"
-      done <"$f"
+      done
       break
     done
   done | sort -u -n
+  return 0
+}
+
+# The cgroups of our containers, in every hierarchy (a killed daemon leaves them).
+our_cgroups() {
+  local id
+  for id in $(ls "$W/data/containers" 2>/dev/null); do
+    find /sys/fs/cgroup/*/docker/"$id" /sys/fs/cgroup/docker/"$id" -depth -type d 2>/dev/null
+  done
   return 0
 }
 
@@ -98,6 +108,7 @@ check() {
   local left=0 x
   while read -r x; do [[ -n $x ]] && { say "left: process $x"; left=1; }; done < <(our_processes)
   while read -r x; do [[ -n $x ]] && { say "left: mount $x"; left=1; }; done < <(our_mounts)
+  while read -r x; do [[ -n $x ]] && { say "left: cgroup $x"; left=1; }; done < <(our_cgroups)
   while read -r x; do [[ -n $x ]] && { say "left: bridge $x"; left=1; }; done < <(our_bridges)
   while read -r x; do [[ -n $x ]] && { say "left: iptables $x"; left=1; }; done < <(iptables_leftovers)
   if [[ -f $W/run/lib-modules-made && -d /usr/lib/modules ]]; then
@@ -170,6 +181,7 @@ stop() {
     for _ in $(seq 50); do [[ -z $(our_processes) ]] && break; sleep 0.1; done
   done
   while read -r m; do [[ -n $m ]] && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }; done < <(our_mounts)
+  while read -r c; do [[ -n $c ]] && rmdir "$c" 2>/dev/null; done < <(our_cgroups)
   host_cleanup
   rm -f "$W/run/dockerd.pid" "$SOCK" "$W/run/forward-policy"
   check
