@@ -225,7 +225,7 @@ async fn a_wait_says_when_no_workload_of_the_operator_runs() {
     let (at, hint) = hinted.unwrap_or_else(|| panic!("no workload hint in {events:#?}"));
     assert!(at < Duration::from_secs(8), "the hint came after {at:?}");
     assert!(hint.contains("`minicvo simulate PAYLOAD`"), "{hint}");
-    assert!(hint.contains("--wait-timeout (now 8s)"), "{hint}");
+    assert!(hint.contains("--wait-timeout (now 8.0s)"), "{hint}");
     assert!(!report.ok);
     let e = &report.errors[0];
     assert!(e.message.contains(&hint_prefix), "{}", e.message);

@@ -62,7 +62,8 @@ impl Shown {
     }
 }
 
-fn format_duration(d: Duration) -> String {
+/// A duration as `--wait-timeout` is usually written (`30m`, `1h30m`, `8.0s`).
+pub(super) fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 && s.is_multiple_of(60) {
         format!("{}h{}m", s / 3600, (s % 3600) / 60)

@@ -99,19 +99,8 @@ pub(crate) async fn hint(
          {operator}; where the payload's operators cannot run, `minicvo simulate PAYLOAD` \
          reports for them, and --wait-timeout (now {}) bounds the wait",
         why.join("; "),
-        humanize(wait_timeout)
+        super::operator_wait::format_duration(wait_timeout)
     ))
-}
-
-fn humanize(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 && s.is_multiple_of(3600) {
-        format!("{}h", s / 3600)
-    } else if s >= 60 && s.is_multiple_of(60) {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
-    }
 }
 
 fn collection(w: &Workload) -> String {
@@ -278,12 +267,5 @@ mod tests {
             Some("app=op,tier=x")
         );
         assert_eq!(label_selector(&json!({"matchExpressions": []})), None);
-    }
-
-    #[test]
-    fn timeouts_print_as_flags_are_written() {
-        assert_eq!(humanize(Duration::from_secs(1800)), "30m");
-        assert_eq!(humanize(Duration::from_secs(7200)), "2h");
-        assert_eq!(humanize(Duration::from_secs(20)), "20s");
     }
 }
