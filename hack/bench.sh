@@ -15,6 +15,12 @@
 #   hack/bench.sh e2e      `minicvo e2e upgrade` of openshift-multi on a fresh test control
 #                          plane, ROUNDS times: where the wall time goes (requests, operator
 #                          waits, idle between tasks) per phase and run-level
+#   hack/bench.sh floor    openshift-multi's e2e install and upgrade against the install's floor
+#                          (examples/floor.rs: the same objects written with nothing waiting
+#                          but the server) on one fresh test control plane, ROUNDS rounds; with
+#                          BEFORE=<git ref> that commit's minicvo runs beside, order alternating
+#                          (BEFORE_BIN=<path>: a minicvo already built; FLOOR_PROFILE=debug:
+#                          debug builds instead of release)
 #   hack/bench.sh operator `minicvo operator` on openshift-multi on a fresh test control plane:
 #                          install, ROUNDS reconcile passes against ROUNDS one-shot
 #                          `minicvo apply --mode reconciling` runs, idle memory, and the time
@@ -768,6 +774,104 @@ bench_operator() {
   echo "Raw: $OUT"
 }
 
+# bench_floor: the install's and upgrade's wall time against their floors (see the header).
+bench_floor() {
+  local profile=${FLOOR_PROFILE:-release} dir=release
+  say "building minicvo and the floor tool ($profile)"
+  if [[ $profile == release ]]; then
+    cargo build --release --bin minicvo --example floor >&2
+  else
+    dir=debug
+    cargo build --bin minicvo --example floor >&2
+  fi
+  FLOOR=$ROOT/target/$dir/examples/floor
+  local -a tools=(after)
+  declare -A bins=([after]=$ROOT/target/$dir/minicvo)
+  if [[ -n ${BEFORE_BIN:-} ]]; then
+    bins[before]=$BEFORE_BIN
+    tools=(before after)
+  elif [[ -n ${BEFORE:-} ]]; then
+    local wt=$ROOT/target/bench-before
+    say "building minicvo at $BEFORE in $wt"
+    if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
+    git -C "$wt" checkout -q --detach "$BEFORE"
+    ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
+    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --bin minicvo) >&2
+    bins[before]=$ROOT/target/bench-before-target/release/minicvo
+    tools=(before after)
+  fi
+  start_plane
+  local r t order cpu0 cpu1 line start end
+  for ((r = 0; r < ROUNDS; r++)); do
+    order=("${tools[@]}")
+    if ((r % 2)) && ((${#tools[@]} == 2)); then order=(after before); fi
+    for t in "${order[@]}"; do
+      say "round $((r + 1))/$ROUNDS: e2e upgrade ($t)"
+      cpu0=$(plane_cpu)
+      start=$(now_ms)
+      "${bins[$t]}" e2e upgrade --from "$CORPUS" --to "$CORPUS" --from-version 4.16.0 --to-version 4.17.0 \
+        --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
+        --timeline "$OUT/timeline-$t-$r.json" >"$OUT/e2e-$t-$r.json" ||
+        say "round $r ($t) reported failures (see $OUT/e2e-$t-$r.json)"
+      end=$(now_ms)
+      cpu1=$(plane_cpu)
+      record e2e "$t" ms $((end - start))
+      record e2e "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+      python3 - "$OUT/timeline-$t-$r.json" "$OUT/e2e-$t-$r.json" "$t" >>"$RAW" <<'PY'
+import json, sys
+tl = json.load(open(sys.argv[1]))["events"]
+res = json.load(open(sys.argv[2]))
+t = sys.argv[3]
+first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
+print(f"e2e {t} before_first_task_ms {first * 1000:.0f}")
+for r in res["runs"]:
+    print(f"{r['phase']} {t} ms {r['seconds'] * 1000:.0f}")
+    print(f"{r['phase']} {t} requests {r['requests']}")
+PY
+    done
+    say "round $((r + 1))/$ROUNDS: floor"
+    cpu0=$(plane_cpu)
+    line=$("$FLOOR" "$CORPUS" --release-version 4.16.0 2>"$OUT/floor-$r.err")
+    cpu1=$(plane_cpu)
+    echo "$line" >>"$OUT/lines.txt"
+    record install floor ms "$(field "$line" floor_ms)"
+    record install floor requests "$(field "$line" requests)"
+    record install floor failed "$(field "$line" failed)"
+    record install floor plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+  done
+  local cores
+  cores=$(nproc)
+  echo "## Install and upgrade against their floors (openshift-multi)"
+  echo
+  machine
+  echo "- e2e: \`minicvo e2e upgrade --from openshift-multi --to openshift-multi --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces --clean\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}"
+  echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state: the install's objects written (GET + POST each) with nothing waiting but the server — namespaces and CRDs at once, then every CRD Established, then each node's objects in order, the run's parallelism"
+  echo
+  printf '| |'; for t in "${tools[@]}"; do printf ' %s |' "$t"; done; echo
+  printf '|---|'; for t in "${tools[@]}"; do printf -- '---|'; done; echo
+  local what
+  for what in "install ms" "install requests" "upgrade ms" "upgrade requests" "e2e before_first_task_ms" "e2e ms" "e2e plane_cpu_s"; do
+    local c=${what% *} m=${what#* }
+    printf '| %s %s |' "$c" "$m"
+    for t in "${tools[@]}"; do printf ' %s |' "$(med "$c" "$t" "$m")"; done
+    echo
+  done
+  printf '| install ÷ floor |'
+  for t in "${tools[@]}"; do printf ' %s |' "$(awk -v a="$(med install "$t" ms)" -v b="$(med install floor ms)" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }')"; done
+  echo
+  echo
+  echo "| floor | median of $ROUNDS |"
+  echo "|---|---|"
+  echo "| wall ms | $(med install floor ms) |"
+  echo "| requests | $(med install floor requests) |"
+  echo "| POSTs refused (see floor-*.err) | $(med install floor failed) |"
+  echo "| kube-apiserver + etcd CPU s | $(med install floor plane_cpu_s) |"
+  echo "| CPU floor ms (CPU s ÷ $cores cores) | $(awk -v s="$(med install floor plane_cpu_s)" -v n="$cores" 'BEGIN { printf "%.0f", s * 1000 / n }') |"
+  echo
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "Raw: $OUT"
+}
+
 case ${1:-} in
   lint) bench_lint ;;
   operator) bench_operator ;;
@@ -775,6 +879,7 @@ case ${1:-} in
   divan) bench_divan ;;
   apply) bench_apply ;;
   e2e) bench_e2e ;;
+  floor) bench_floor ;;
   all)
     bench_load
     echo

@@ -9,6 +9,7 @@
 #   ctr                              hack/tools/kind/containerd (`kind load` imports with it)
 #   crictl                           hack/tools/kind/crictl (kubeadm's preflight needs it)
 #   etcd, coredns                    hack/tools/kind/{etcd,coredns}: the images kubeadm runs
+#                                    (CoreDNS with the plugins a kind Corefile uses only)
 #   local-path-provisioner           hack/tools/kind/lpp: kind's default StorageClass
 #
 # The Kubernetes packages are built with the node plane's flags, so the Go build cache the
@@ -65,7 +66,7 @@ kind_tools() {
     -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0"
   kind_build "$tmp/etcd" etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w"
   kind_build "$tmp/local-path-provisioner" lpp github.com/rancher/local-path-provisioner -ldflags "-s -w"
-  kind_build "$tmp/coredns" coredns github.com/coredns/coredns -ldflags "-s -w"
+  kind_build "$tmp/coredns" coredns . -ldflags "-s -w"
   "$tmp/kind" version >&2
   "$tmp/kubeadm" version -o short >&2
   "$tmp/etcd" --version | sed -n 1p >&2

@@ -165,13 +165,28 @@ LOG=$(mktemp)
 # the last line of the run counts every test of every binary (the doc-tests run last and have
 # none, which would otherwise be the closing line).
 run_cargo() { cargo test "$@" 2>&1 | tee -a "$LOG"; }
+# The test binaries report each test's time (hack/test-runner.sh); the doc-tests run without it.
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+RUNNER_VAR=CARGO_TARGET_$(tr '[:lower:]-' '[:upper:]_' <<<"$HOST")_RUNNER
+export "$RUNNER_VAR=$ROOT/hack/test-runner.sh"
+# The integration tests mostly wait on the API server, not the CPU: more of them at once
+# (their names are their own; those that share fixed names take a lock).
+export MINICVO_TEST_THREADS=${MINICVO_TEST_THREADS:-4}
 if (($# == 0)); then
   run_cargo --all-targets || rc=$?
+  unset "$RUNNER_VAR"
   if ((rc == 0)); then run_cargo --doc || rc=$?; fi
 else
   run_cargo "$@" || rc=$?
 fi
 phase "tests (exit code $rc)" "$t"
+# The slowest tests of the run, from the times the test binaries reported.
+# (awk, not head: head would leave sort writing into a closed pipe, which pipefail makes fatal.)
+SLOWEST=$(sed -nE 's/^test (.+) \.\.\. ([a-zA-Z]+) <([0-9.]+)s>$/\3 \1 (\2)/p' "$LOG" | sort -rn | awk 'NR <= 20')
+if [[ -n $SLOWEST ]]; then
+  echo "test.sh: the 20 slowest tests (seconds):" >&2
+  awk '{ printf "  %8.2f  %s\n", $1, substr($0, index($0, " ") + 1) }' <<<"$SLOWEST" >&2
+fi
 SUMMARY=$(awk '/^test result:/ {
     for (i = 1; i <= NF; i++) {
       if ($(i + 1) ~ /^passed/) p += $i

@@ -3,13 +3,20 @@
 //!
 //! Every object of the plans (whatever its action) is deleted with background propagation,
 //! cluster-scoped ones and those in namespaces that stay first, then the CRDs (their custom
-//! resources go with them), then the namespaces (kube-controller-manager empties them), then
-//! the stand-ins [`crate::stub_crds`] installed. The call returns once every namespace and
-//! CRD is gone, so the next install does not meet a terminating namespace.
+//! resources go with them), then the namespaces, with the stand-ins [`crate::stub_crds`]
+//! installed for the kinds and namespaces these plans use (another payload's stand-ins stay);
+//! the DELETEs of each group go out in parallel. The namespaces are then emptied and
+//! finalized here, as the namespace controller of kube-controller-manager does but without its
+//! client's rate limit (it walks every namespaced kind of every namespace at 20 requests a
+//! second), and only once every kind has been seen empty in them, so nothing of a previous
+//! round survives into the next. The call returns once every namespace and CRD is gone
+//! (followed with one list and watch per collection, not polled), so the next install does
+//! not meet a terminating namespace.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
+use futures::{StreamExt as _, stream};
 use kube::Client;
 use kube::api::DeleteParams;
 use kube::core::Request;
@@ -18,10 +25,10 @@ use tokio::time::Instant;
 
 use crate::apply::preflight::STUB_NAMESPACE_LABEL;
 use crate::cluster::discovery::Discovery;
+use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::cluster::request::{self, RequestError};
-use crate::cluster::watch;
 use crate::plan::{Action, Plan};
-use crate::stub_crds::STUB_LABEL;
+use crate::stub_crds::{self, STUB_LABEL};
 
 /// What [`clean`] removed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -54,25 +61,38 @@ pub enum CleanError {
     },
 }
 
+/// DELETEs `collection/name`; `false` when it was not there. A transient error (the server
+/// busy, a CRD's storage being set up again) is tried again, up to 5 times.
 async fn delete(
     client: &Client,
     collection: &str,
     name: &str,
     timeout: Duration,
 ) -> Result<bool, CleanError> {
-    let req = Request::new(collection)
-        .delete(name, &DeleteParams::background())
-        .map_err(|e| CleanError::Request {
-            what: name.to_string(),
-            source: RequestError::Build(e.to_string()),
-        })?;
-    match request::send(client, req, timeout).await {
-        Ok(_) => Ok(true),
-        Err(e) if e.is(404) => Ok(false),
-        Err(source) => Err(CleanError::Request {
-            what: format!("{collection}/{name}"),
-            source,
-        }),
+    let mut pause = Duration::from_millis(100);
+    let mut tries = 0;
+    loop {
+        let req = Request::new(collection)
+            .delete(name, &DeleteParams::background())
+            .map_err(|e| CleanError::Request {
+                what: name.to_string(),
+                source: RequestError::Build(e.to_string()),
+            })?;
+        match request::send(client, req, timeout).await {
+            Ok(_) => return Ok(true),
+            Err(e) if e.is(404) => return Ok(false),
+            Err(e) if transient(&e) && tries < 5 => {
+                tries += 1;
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            Err(source) => {
+                return Err(CleanError::Request {
+                    what: format!("{collection}/{name}"),
+                    source,
+                });
+            }
+        }
     }
 }
 
@@ -106,11 +126,370 @@ async fn names_labelled(
         .collect())
 }
 
+/// A namespaced kind that can be listed and deleted: its cluster-wide collection, the
+/// path of its collection in a namespace (`{}` stands for the namespace), and whether the
+/// server takes a collection DELETE.
+struct Kind {
+    all: String,
+    in_namespace: String,
+    delete_collection: bool,
+}
+
+/// Every namespaced kind the server lists and deletes (its preferred version).
+async fn namespaced_kinds(client: &Client, timeout: Duration) -> Result<Vec<Kind>, CleanError> {
+    let run = kube::discovery::Discovery::new(client.clone()).run_aggregated();
+    let d = tokio::time::timeout(timeout, run)
+        .await
+        .map_err(|_| CleanError::Request {
+            what: "discovery".into(),
+            source: RequestError::Timeout(timeout),
+        })?
+        .map_err(|e| CleanError::Request {
+            what: "discovery".into(),
+            source: RequestError::from_kube(e),
+        })?;
+    let mut kinds = Vec::new();
+    for g in d.groups() {
+        for (ar, caps) in g.recommended_resources() {
+            if caps.scope != kube::discovery::Scope::Namespaced
+                || !caps.supports_operation("list")
+                || !caps.supports_operation("delete")
+            {
+                continue;
+            }
+            let base = if ar.group.is_empty() {
+                format!("/api/{}", ar.version)
+            } else {
+                format!("/apis/{}/{}", ar.group, ar.version)
+            };
+            kinds.push(Kind {
+                all: format!("{base}/{}", ar.plural),
+                in_namespace: format!("{base}/namespaces/{{}}/{}", ar.plural),
+                delete_collection: caps.supports_operation("deletecollection"),
+            });
+        }
+    }
+    Ok(kinds)
+}
+
+/// Whether `e` is worth another look (the server busy, a collection whose storage is being set
+/// up or torn down as its CRD comes or goes: 429 "storage is (re)initializing").
+fn transient(e: &RequestError) -> bool {
+    matches!(
+        crate::cluster::retry::classify(e),
+        crate::cluster::retry::Transience::Transient { .. }
+    )
+}
+
+/// The `(namespace, name)` of every object of `kind` in one of `namespaces` (one metadata-only
+/// LIST of the whole collection; a collection that is gone has none); `None` when the server
+/// could not answer now (a transient error: the kind is looked at again).
+async fn objects_in(
+    client: &Client,
+    kind: &Kind,
+    namespaces: &BTreeSet<String>,
+    timeout: Duration,
+) -> Result<Option<Vec<(String, String)>>, CleanError> {
+    let req = http::Request::get(&kind.all)
+        .header(
+            http::header::ACCEPT,
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+        )
+        .body(Vec::new())
+        .map_err(|e| CleanError::Request {
+            what: kind.all.clone(),
+            source: RequestError::Build(e.to_string()),
+        })?;
+    let list = match request::send(client, req, timeout).await {
+        Ok(r) => r.body,
+        Err(e) if e.is(404) || e.is(405) => return Ok(Some(Vec::new())),
+        Err(e) if transient(&e) => return Ok(None),
+        Err(source) => {
+            return Err(CleanError::Request {
+                what: kind.all.clone(),
+                source,
+            });
+        }
+    };
+    Ok(Some(
+        list.get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| {
+                let ns = i.pointer("/metadata/namespace").and_then(Value::as_str)?;
+                let name = i.pointer("/metadata/name").and_then(Value::as_str)?;
+                namespaces
+                    .contains(ns)
+                    .then(|| (ns.to_string(), name.to_string()))
+            })
+            .collect(),
+    ))
+}
+
+/// A kind (its index) and the `(namespace, name)` of its objects found in the namespaces.
+type Found = (usize, Vec<(String, String)>);
+
+/// A kind (its index) and what its LIST found: `None` when it could not be listed now.
+type Listed = (usize, Option<Vec<(String, String)>>);
+
+/// Finishes the deletion of `namespaces` (already terminating, so nothing new can be created
+/// in them) as kube-controller-manager's namespace controller does, without its client rate
+/// limit: every object in them is deleted (a collection DELETE per kind and namespace, in
+/// parallel), the kinds are listed again until none is left (objects held by finalizers, pods
+/// ending), then each namespace's `kubernetes` finalizer is removed and the namespace deleted
+/// for good. Nothing is left behind: a namespace is finalized only once every kind it could
+/// hold has been seen empty in it.
+async fn finish_namespaces(
+    client: &Client,
+    namespaces: &BTreeSet<String>,
+    (deadline, overall): (Instant, Duration),
+    timeout: Duration,
+) -> Result<(), CleanError> {
+    if namespaces.is_empty() {
+        return Ok(());
+    }
+    let mut kinds = namespaced_kinds(client, timeout).await?;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let listed: Vec<Result<Listed, CleanError>> = stream::iter(kinds.iter().enumerate())
+            .map(|(i, k)| async move {
+                objects_in(client, k, namespaces, timeout)
+                    .await
+                    .map(|o| (i, o))
+            })
+            .buffer_unordered(PARALLEL_DELETES)
+            .collect()
+            .await;
+        let mut left: Vec<Found> = Vec::new();
+        // Kinds the server could not list now: looked at again, nothing deleted yet.
+        let mut unknown: BTreeSet<usize> = BTreeSet::new();
+        for r in listed {
+            match r? {
+                (i, None) => {
+                    unknown.insert(i);
+                }
+                (i, Some(objects)) if !objects.is_empty() => left.push((i, objects)),
+                _ => {}
+            }
+        }
+        if left.is_empty() && unknown.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let kinds = &kinds;
+            let names: Vec<String> = left
+                .iter()
+                .flat_map(|(i, o)| {
+                    o.iter()
+                        .map(move |(ns, n)| format!("{} {ns}/{n}", kinds[*i].all))
+                })
+                .take(20)
+                .collect();
+            return Err(CleanError::Timeout {
+                timeout: overall,
+                left: names.join(", "),
+            });
+        }
+        let mut deletes: Vec<(String, Option<String>)> = Vec::new();
+        for (i, objects) in &left {
+            let k = &kinds[*i];
+            let in_ns: BTreeSet<&String> = objects.iter().map(|(ns, _)| ns).collect();
+            if k.delete_collection {
+                for ns in in_ns {
+                    deletes.push((k.in_namespace.replace("{}", ns), None));
+                }
+            } else {
+                for (ns, name) in objects {
+                    deletes.push((k.in_namespace.replace("{}", ns), Some(name.clone())));
+                }
+            }
+        }
+        let results: Vec<Result<(), CleanError>> = stream::iter(deletes)
+            .map(|(collection, name)| async move {
+                let req = match &name {
+                    Some(n) => Request::new(&collection).delete(n, &DeleteParams::background()),
+                    None => Request::new(&collection).delete_collection(
+                        &DeleteParams::background(),
+                        &kube::api::ListParams::default(),
+                    ),
+                }
+                .map_err(|e| CleanError::Request {
+                    what: collection.clone(),
+                    source: RequestError::Build(e.to_string()),
+                })?;
+                match request::send(client, req, timeout).await {
+                    Ok(_) => Ok(()),
+                    // Gone, or not now: the next look lists it again.
+                    Err(e) if e.is(404) || transient(&e) => Ok(()),
+                    Err(source) => Err(CleanError::Request {
+                        what: collection,
+                        source,
+                    }),
+                }
+            })
+            .buffer_unordered(PARALLEL_DELETES)
+            .collect()
+            .await;
+        for r in results {
+            r?;
+        }
+        // Only the kinds that had objects are listed again; what is still there is held by a
+        // finalizer or a pod's grace period, so the next look backs off a little.
+        let mut had: BTreeSet<usize> = left.iter().map(|(i, _)| *i).collect();
+        had.extend(unknown);
+        kinds = kinds
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, k)| had.contains(&i).then_some(k))
+            .collect();
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+    let finalized: Vec<Result<(), CleanError>> = stream::iter(namespaces)
+        .map(|ns| finalize(client, ns, timeout))
+        .buffer_unordered(PARALLEL_DELETES)
+        .collect()
+        .await;
+    finalized.into_iter().collect()
+}
+
+/// Removes the `kubernetes` finalizer of terminating namespace `ns` and deletes it, which
+/// then removes it at once (what the namespace controller does once the namespace is empty).
+async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), CleanError> {
+    let err = |source| CleanError::Request {
+        what: format!("namespace {ns}"),
+        source,
+    };
+    // A conflict (the namespace controller wrote its status meanwhile) reads it again.
+    for _ in 0..5 {
+        let Some(mut live) = crate::cluster::watch::get(client, NAMESPACES, ns, timeout)
+            .await
+            .map_err(err)?
+        else {
+            return Ok(());
+        };
+        if live.pointer("/metadata/deletionTimestamp").is_none() {
+            return Ok(()); // not ours to finalize: it was not being deleted
+        }
+        if let Some(spec) = live.get_mut("spec") {
+            spec["finalizers"] = Value::Array(Vec::new());
+        }
+        let body =
+            serde_json::to_vec(&live).map_err(|e| err(RequestError::Build(e.to_string())))?;
+        let put = http::Request::put(format!("{NAMESPACES}/{ns}/finalize"))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(|e| err(RequestError::Build(e.to_string())))?;
+        match request::send(client, put, timeout).await {
+            Ok(_) => break,
+            Err(e) if e.is(404) => return Ok(()),
+            Err(e) if e.is(409) => {}
+            Err(e) => return Err(err(e)),
+        }
+    }
+    delete(client, NAMESPACES, ns, timeout).await.map(|_| ())
+}
+
+/// How many DELETEs are in flight at once.
+const PARALLEL_DELETES: usize = 16;
+
+/// Deletes every `(collection, name)`, [`PARALLEL_DELETES`] at a time; returns how many
+/// DELETEs were accepted (absent objects are not counted).
+async fn delete_all(
+    client: &Client,
+    targets: Vec<(String, String)>,
+    timeout: Duration,
+) -> Result<usize, CleanError> {
+    let results: Vec<Result<bool, CleanError>> = stream::iter(targets)
+        .map(|(collection, name)| async move { delete(client, &collection, &name, timeout).await })
+        .buffer_unordered(PARALLEL_DELETES)
+        .collect()
+        .await;
+    let mut deleted = 0;
+    for r in results {
+        if r? {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Follows the namespaces and the CRDs (a list, then a watch of each collection) until none
+/// of `namespaces` and `crds` is left, or `timeout`. A failed list or watch is retried (the
+/// last error is named if time runs out).
+async fn wait_gone(
+    client: &Client,
+    namespaces: &BTreeSet<String>,
+    crds: &BTreeSet<String>,
+    timeout: Duration,
+) -> Result<(), CleanError> {
+    let deadline = Instant::now() + timeout;
+    let wanted = |c: &str| if c == NAMESPACES { namespaces } else { crds };
+    let mut left: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for c in [NAMESPACES, CRDS] {
+        if !wanted(c).is_empty() {
+            left.insert(c, wanted(c).clone());
+        }
+    }
+    let pending: Vec<&str> = left.keys().copied().collect();
+    let mut events = stream::select_all(pending.iter().map(|&c| {
+        list_watch(client.clone(), c.to_string())
+            .map(move |e| (c, e))
+            .boxed()
+    }));
+    // A collection counts only once it has been listed.
+    let mut listed: BTreeSet<&str> = BTreeSet::new();
+    let mut last_error = None;
+    loop {
+        let done = pending
+            .iter()
+            .all(|c| listed.contains(c) && left.get(c).is_none_or(BTreeSet::is_empty));
+        if done {
+            return Ok(());
+        }
+        let next = tokio::select! {
+            e = events.next() => e,
+            () = tokio::time::sleep_until(deadline) => None,
+        };
+        let Some((collection, event)) = next else {
+            let mut names: Vec<String> = left.values().flatten().cloned().collect();
+            if let Some(e) = last_error {
+                names.push(format!("(last error: {e})"));
+            }
+            return Err(CleanError::Timeout {
+                timeout,
+                left: names.join(", "),
+            });
+        };
+        let name_of = |o: &Value| {
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let entry = left.entry(collection).or_default();
+        match event {
+            CollectionEvent::Listed(items) => {
+                let live: BTreeSet<String> = items.iter().filter_map(name_of).collect();
+                *entry = wanted(collection).intersection(&live).cloned().collect();
+                listed.insert(collection);
+            }
+            CollectionEvent::Deleted(o) => {
+                if let Some(n) = name_of(&o) {
+                    entry.remove(&n);
+                }
+            }
+            CollectionEvent::Applied(_) => {}
+            CollectionEvent::Failed(e) => last_error = Some(e),
+        }
+    }
+}
+
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const NAMESPACES: &str = "/api/v1/namespaces";
 
-/// Deletes every object of `plans` and every stand-in, and waits (up to `timeout`) until the
-/// namespaces and CRDs are gone.
+/// Deletes every object of `plans` and the stand-ins of what they use, and waits (up to
+/// `timeout`) until the namespaces and CRDs are gone.
 ///
 /// # Errors
 /// [`CleanError`] for a failed request or what is left after the timeout.
@@ -148,12 +527,36 @@ pub async fn clean(
             }
         }
     }
-    namespaces
-        .extend(names_labelled(client, NAMESPACES, STUB_NAMESPACE_LABEL, request_timeout).await?);
-    crds.extend(
-        names_labelled(client, CRDS, &format!("{STUB_LABEL}=true"), request_timeout).await?,
+    // The stand-ins of what these plans use (not those another payload's run installed for
+    // its own kinds and namespaces).
+    let mut used_namespaces: BTreeSet<String> = BTreeSet::new();
+    let mut used_stubs: BTreeSet<String> = BTreeSet::new();
+    for plan in plans {
+        for t in plan.tasks.iter().filter(|t| t.action != Action::Skip) {
+            let m = &t.manifest;
+            if let Some(ns) = &m.id.namespace {
+                used_namespaces.insert(ns.clone());
+            }
+            if !m.id.group.is_empty() {
+                used_stubs.insert(format!("{}.{}", stub_crds::plural(&m.id.kind), m.id.group));
+            }
+        }
+    }
+    namespaces.extend(
+        names_labelled(client, NAMESPACES, STUB_NAMESPACE_LABEL, request_timeout)
+            .await?
+            .into_iter()
+            .filter(|n| used_namespaces.contains(n)),
     );
-    let mut deleted = 0;
+    crds.extend(
+        names_labelled(client, CRDS, &format!("{STUB_LABEL}=true"), request_timeout)
+            .await?
+            .into_iter()
+            .filter(|n| used_stubs.contains(n)),
+    );
+    // Where each object is deleted: its kind resolved, those inside a namespace that goes
+    // away skipped (they go with it).
+    let mut targets: Vec<(String, String)> = Vec::new();
     for m in others {
         let Ok(Some(r)) = discovery
             .resolve(&m.id.group, m.version(), &m.id.kind)
@@ -170,54 +573,22 @@ pub async fn clean(
         } else {
             None
         };
-        if delete(
-            client,
-            &r.url_path(ns.as_deref()),
-            &m.id.name,
-            request_timeout,
-        )
-        .await?
-        {
-            deleted += 1;
-        }
+        targets.push((r.url_path(ns.as_deref()), m.id.name.clone()));
     }
-    for c in &crds {
-        if delete(client, CRDS, c, request_timeout).await? {
-            deleted += 1;
-        }
-    }
-    for n in &namespaces {
-        if delete(client, NAMESPACES, n, request_timeout).await? {
-            deleted += 1;
-        }
+    // Objects first, then CRDs (their custom resources go with them), then namespaces; each
+    // group's DELETEs in parallel.
+    let mut deleted = 0;
+    let crd_targets = crds.iter().map(|c| (CRDS.to_string(), c.clone())).collect();
+    let ns_targets = namespaces
+        .iter()
+        .map(|n| (NAMESPACES.to_string(), n.clone()))
+        .collect();
+    for group in [targets, crd_targets, ns_targets] {
+        deleted += delete_all(client, group, request_timeout).await?;
     }
     let deadline = Instant::now() + timeout;
-    loop {
-        let mut left = Vec::new();
-        for (collection, names) in [(NAMESPACES, &namespaces), (CRDS, &crds)] {
-            for n in names {
-                let live = watch::get(client, collection, n, request_timeout)
-                    .await
-                    .map_err(|source| CleanError::Request {
-                        what: n.clone(),
-                        source,
-                    })?;
-                if live.is_some() {
-                    left.push(n.clone());
-                }
-            }
-        }
-        if left.is_empty() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            return Err(CleanError::Timeout {
-                timeout,
-                left: left.join(", "),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    finish_namespaces(client, &namespaces, (deadline, timeout), request_timeout).await?;
+    wait_gone(client, &namespaces, &crds, deadline - Instant::now()).await?;
     Ok(Cleaned {
         deleted,
         seconds: started.elapsed().as_secs_f64(),

@@ -67,6 +67,15 @@ impl PhaseRun {
         for l in lines {
             let _ = write!(msg, "\n  {l}");
         }
+        // A status the server rejected fails the run without any task failing: say so.
+        if let Some(cv) = self
+            .report
+            .cluster_version
+            .as_deref()
+            .filter(|c| *c != "recorded" && *c != "not served")
+        {
+            let _ = write!(msg, "\n  ClusterVersion status: {cv}");
+        }
         if let Some(b) = &self.report.blocked {
             let _ = write!(
                 msg,

@@ -38,6 +38,7 @@ mod cluster_smoke;
 mod cluster_version_real_crd;
 mod conformance;
 mod e2e_apply_hooks;
+mod e2e_clean;
 mod e2e_cli;
 mod e2e_harm;
 mod e2e_implicit_capabilities;

@@ -194,6 +194,8 @@ impl ClusterRunner {
                     }
                 }?;
                 if let Some(crd) = written.filter(|_| task.manifest.is_crd()) {
+                    // The node's next CRD may be written while this one is established.
+                    ctx.written();
                     let name = &task.manifest.id.name;
                     self.crds.established(ctx, name, &collection, crd).await?;
                 }

@@ -8,6 +8,13 @@
 //!   first pass however many operators are not done; here the same happens in one walk, with
 //!   the wait still watching its operator. A node (and so the next run-level) finishes only
 //!   once its waits are over.
+//! - Consecutive CustomResourceDefinition tasks of a node are pipelined: the next CRD is
+//!   written as soon as the previous one's write is done ([`TaskContext::written`]), while
+//!   the previous one waits for `Established`; their results are taken in order before the
+//!   node's next task, so a node still goes on only once each CRD is established. The CVO
+//!   writes the next CRD only after the previous one passed its check (cvo.md §4.3): the one
+//!   difference is that when a CRD fails, the CRDs after it in the same run were already
+//!   written (they are waited for and reported, and the node fails at the first).
 //! - A node runs its tasks in order; the first failed task ends the node. A failed node never
 //!   releases its dependents, but independent nodes (siblings in the run-level included) run
 //!   to the end.
@@ -249,15 +256,55 @@ async fn run_node<R: TaskRunner>(
     }
     let mut state = NodeState::Succeeded;
     let mut skipped = Vec::new();
+    // CRD tasks of this node that are written and may still wait for `Established`, in order.
+    let mut pipelined: Vec<(TaskRef, Pipelined)> = Vec::new();
     for (pos, &t) in tasks.iter().enumerate() {
         worker.reacquire().await;
         if stop.is_cancelled() {
-            state = NodeState::Interrupted;
+            // Pipelined CRDs are written: their ends are reported before the node stops.
+            let s = finish_pipelined(&emitter, std::mem::take(&mut pipelined)).await;
+            state = if s == NodeState::Succeeded {
+                NodeState::Interrupted
+            } else {
+                s
+            };
             skipped.extend(&tasks[pos..]);
             break;
         }
         let task = TaskRef::new(&plan, t, i);
         let task_started = tokio::time::Instant::now();
+        if writes_crd(&plan, t) {
+            // A CRD: the node's next CRD is written as soon as this one's write is done;
+            // the results are taken in order once the run of CRDs ends.
+            emitter.emit(EventKind::TaskStarted { task: task.clone() });
+            let ctx = TaskContext::new(task.clone(), stop.clone());
+            let written = ctx.written.clone();
+            let r = runner.clone();
+            let mut handle = tokio::spawn(async move {
+                let result = r.run_task(ctx).await;
+                (result, task_started.elapsed())
+            });
+            let next_is_crd = tasks.get(pos + 1).is_some_and(|&n| writes_crd(&plan, n));
+            let entry = if next_is_crd {
+                tokio::select! {
+                    () = written.notified() => Pipelined::Running(handle),
+                    j = &mut handle => Pipelined::Ended(joined(j)),
+                }
+            } else {
+                Pipelined::Running(handle)
+            };
+            let failed_early = matches!(&entry, Pipelined::Ended((Err(_), _)));
+            pipelined.push((task, entry));
+            if next_is_crd && !failed_early && !stop.is_cancelled() {
+                continue;
+            }
+            state = finish_pipelined(&emitter, std::mem::take(&mut pipelined)).await;
+            if state != NodeState::Succeeded {
+                skipped.extend(&tasks[pos + 1..]);
+                break;
+            }
+            continue;
+        }
         emitter.emit(EventKind::TaskStarted { task: task.clone() });
         let result = if plan.tasks[t].action == Action::Skip {
             let mut d = Done::new(Outcome::Skipped).attempts(0);
@@ -267,50 +314,18 @@ async fn run_node<R: TaskRunner>(
             // The wait gives its worker back; the node takes one again before going on.
             worker.release();
             runner
-                .run_task(TaskContext {
-                    task: task.clone(),
-                    cancel: stop.clone(),
-                })
+                .run_task(TaskContext::new(task.clone(), stop.clone()))
                 .await
         } else {
             runner
-                .run_task(TaskContext {
-                    task: task.clone(),
-                    cancel: stop.clone(),
-                })
+                .run_task(TaskContext::new(task.clone(), stop.clone()))
                 .await
         };
-        let duration = task_started.elapsed();
-        match result {
-            Ok(done) => emitter.emit(EventKind::TaskFinished {
-                task,
-                outcome: done.outcome,
-                detail: done.detail,
-                error: None,
-                attempts: done.attempts,
-                duration,
-            }),
-            Err(e) => {
-                emitter.emit(EventKind::TaskFinished {
-                    task,
-                    outcome: if e.interrupted {
-                        Outcome::Interrupted
-                    } else {
-                        Outcome::Failed
-                    },
-                    detail: None,
-                    error: Some(e.message.clone()),
-                    attempts: e.attempts,
-                    duration,
-                });
-                state = if e.interrupted {
-                    NodeState::Interrupted
-                } else {
-                    NodeState::Failed(t)
-                };
-                skipped.extend(&tasks[pos + 1..]);
-                break;
-            }
+        let ok = task_finished(&emitter, task, t, result, task_started.elapsed());
+        if ok != NodeState::Succeeded {
+            state = ok;
+            skipped.extend(&tasks[pos + 1..]);
+            break;
         }
     }
     emitter.emit(EventKind::NodeFinished {
@@ -320,6 +335,90 @@ async fn run_node<R: TaskRunner>(
         duration: started.elapsed(),
     });
     (i, state, skipped)
+}
+
+/// Whether task `t` writes a CustomResourceDefinition (consecutive ones of a node are
+/// pipelined: see [`run_node`]).
+fn writes_crd(plan: &Plan, t: usize) -> bool {
+    let task = &plan.tasks[t];
+    matches!(task.action, Action::Apply | Action::CreateOnly) && task.manifest.is_crd()
+}
+
+/// A pipelined CRD task: still running (its `Established` wait), or ended.
+enum Pipelined {
+    Running(tokio::task::JoinHandle<(TaskResult, Duration)>),
+    Ended((TaskResult, Duration)),
+}
+
+/// A spawned task's result; a panic fails the task.
+fn joined(j: Result<(TaskResult, Duration), tokio::task::JoinError>) -> (TaskResult, Duration) {
+    j.unwrap_or_else(|e| {
+        (
+            Err(TaskError::failed(format!("the task panicked: {e}"), 0)),
+            Duration::ZERO,
+        )
+    })
+}
+
+/// Takes the results of a run of pipelined CRD tasks in order, emitting each one's end; the
+/// node's state is set by the first that did not succeed (the later ones, already written,
+/// are still waited for and reported).
+async fn finish_pipelined(emitter: &Emitter, pipelined: Vec<(TaskRef, Pipelined)>) -> NodeState {
+    let mut state = NodeState::Succeeded;
+    for (task, p) in pipelined {
+        let (result, duration) = match p {
+            Pipelined::Running(h) => joined(h.await),
+            Pipelined::Ended(r) => r,
+        };
+        let id = task.id;
+        let s = task_finished(emitter, task, id, result, duration);
+        if state == NodeState::Succeeded {
+            state = s;
+        }
+    }
+    state
+}
+
+/// Emits the end of task `t` and says how it leaves its node.
+fn task_finished(
+    emitter: &Emitter,
+    task: TaskRef,
+    t: usize,
+    result: TaskResult,
+    duration: Duration,
+) -> NodeState {
+    match result {
+        Ok(done) => {
+            emitter.emit(EventKind::TaskFinished {
+                task,
+                outcome: done.outcome,
+                detail: done.detail,
+                error: None,
+                attempts: done.attempts,
+                duration,
+            });
+            NodeState::Succeeded
+        }
+        Err(e) => {
+            emitter.emit(EventKind::TaskFinished {
+                task,
+                outcome: if e.interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Failed
+                },
+                detail: None,
+                error: Some(e.message.clone()),
+                attempts: e.attempts,
+                duration,
+            });
+            if e.interrupted {
+                NodeState::Interrupted
+            } else {
+                NodeState::Failed(t)
+            }
+        }
+    }
 }
 
 /// Convenience for runners: sleeps `d` unless `cancel` fires first (then `false`).

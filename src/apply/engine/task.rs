@@ -2,6 +2,9 @@
 //! ([`Done`] or [`TaskError`]).
 
 use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use tokio_util::sync::CancellationToken;
 
@@ -104,6 +107,29 @@ pub struct TaskContext {
     pub task: TaskRef,
     /// Fires when the run stops; waits must end, requests may finish.
     pub cancel: CancellationToken,
+    /// Told when the task's write is done and only a wait remains (see
+    /// [`TaskContext::written`]).
+    pub(crate) written: Arc<Notify>,
+}
+
+impl TaskContext {
+    /// A context for `task`, stopped by `cancel`.
+    #[must_use]
+    pub fn new(task: TaskRef, cancel: CancellationToken) -> Self {
+        TaskContext {
+            task,
+            cancel,
+            written: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Says that the task has written its object and what remains is a wait for the server
+    /// (a CustomResourceDefinition's `Established`): the engine may then write the node's
+    /// next CRD while this one is being established. A runner that never says so is waited
+    /// for to the end, task after task.
+    pub fn written(&self) {
+        self.written.notify_one();
+    }
 }
 
 /// Runs tasks for the executor.

@@ -20,6 +20,11 @@ struct Fake {
     waits_to_release: usize,
     waits_started: Mutex<usize>,
     release: CancellationToken,
+    /// CRD tasks: how long `Established` takes after the write (10 ms); the write is said
+    /// done first.
+    establish: HashMap<usize, Duration>,
+    /// CRD tasks whose write fails (before saying it is done).
+    write_fails: Vec<usize>,
 }
 
 impl TaskRunner for Fake {
@@ -40,6 +45,24 @@ impl TaskRunner for Fake {
                 () = self.release.cancelled() => Ok(Done::new(Outcome::Waited)),
                 () = tokio::time::sleep(Duration::from_secs(3600)) =>
                     Err(TaskError::failed("never released", 1)),
+            };
+        }
+        if ctx.task.object.kind == "CustomResourceDefinition" {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if self.write_fails.contains(&ctx.task.id) {
+                return Err(TaskError::failed("write refused", 1));
+            }
+            ctx.written();
+            let d = self
+                .establish
+                .get(&ctx.task.id)
+                .copied()
+                .unwrap_or(Duration::from_millis(10));
+            tokio::time::sleep(d).await;
+            return if self.fail.contains(&ctx.task.id) {
+                Err(TaskError::failed("not Established", 1))
+            } else {
+                Ok(Done::new(Outcome::Created))
             };
         }
         let d = self
@@ -306,4 +329,99 @@ async fn skip_tasks_are_counted_not_run() {
             if task.id == 0 && d.contains("Console"))
     });
     assert!(skipped);
+}
+
+/// One node: CRDs at 0..crds, then a ConfigMap.
+fn crd_node(crds: usize) -> Arc<Plan> {
+    let mut files: Vec<String> = (0..crds)
+        .map(|i| format!("0000_10_a_0{i}.crd.yaml"))
+        .collect();
+    files.push("0000_10_a_50_configmap.yaml".into());
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let mut p = (*plan_of(&names)).clone();
+    for t in 0..crds {
+        p.tasks[t].manifest.id.group = "apiextensions.k8s.io".into();
+        p.tasks[t].manifest.id.kind = "CustomResourceDefinition".into();
+        p.tasks[t].manifest.id.namespace = None;
+    }
+    assert_eq!(p.graph.nodes.len(), 1);
+    Arc::new(p)
+}
+
+fn finished_order(events: &[ApplyEvent]) -> Vec<(usize, Outcome)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TaskFinished { task, outcome, .. } => Some((task.id, *outcome)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn consecutive_crds_establish_together_and_the_node_goes_on_after_all() {
+    let plan = crd_node(4);
+    let mut fake = Fake::default();
+    for t in 0..4 {
+        fake.establish.insert(t, Duration::from_secs(1));
+    }
+    let started = tokio::time::Instant::now();
+    let (out, events, _) = run(&plan, fake, 16, CancellationToken::new()).await;
+    assert!(out.all_succeeded(), "{out:?}");
+    // Four writes of 10 ms one after the other, then the last one's second: not four seconds.
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1200), "{took:?}");
+    let s = spans(&events);
+    for t in 1..4 {
+        assert!(
+            s[&t].0 >= s[&(t - 1)].0 + Duration::from_millis(10),
+            "{t} written too early"
+        );
+        assert!(
+            s[&t].0 < s[&(t - 1)].1,
+            "{t} waited for {}'s Established",
+            t - 1
+        );
+    }
+    for t in 0..4 {
+        assert!(
+            s[&4].0 >= s[&t].1,
+            "the ConfigMap started before CRD {t} was established"
+        );
+    }
+    let order: Vec<usize> = finished_order(&events).iter().map(|(t, _)| *t).collect();
+    assert_eq!(order, vec![0, 1, 2, 3, 4]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_that_does_not_establish_fails_its_node_at_that_crd() {
+    let plan = crd_node(3);
+    let mut fake = Fake::default();
+    fake.fail.push(1);
+    let (out, events, _) = run(&plan, fake, 16, CancellationToken::new()).await;
+    assert_eq!(out.nodes, vec![NodeState::Failed(1)]);
+    // CRD 2 was already written: it is waited for and reported; the ConfigMap never runs.
+    assert_eq!(
+        finished_order(&events),
+        vec![
+            (0, Outcome::Created),
+            (1, Outcome::Failed),
+            (2, Outcome::Created)
+        ]
+    );
+    assert_eq!(out.not_run, vec![3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_whose_write_fails_stops_the_pipeline() {
+    let plan = crd_node(3);
+    let mut fake = Fake::default();
+    fake.write_fails.push(1);
+    let (out, events, _) = run(&plan, fake, 16, CancellationToken::new()).await;
+    assert_eq!(out.nodes, vec![NodeState::Failed(1)]);
+    assert_eq!(
+        finished_order(&events),
+        vec![(0, Outcome::Created), (1, Outcome::Failed)]
+    );
+    assert_eq!(out.not_run, vec![2, 3]);
 }

@@ -5,7 +5,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_payloads_send_no_request_to_the_api_server() {
     let tmp = tempfile::tempdir().unwrap();
-    let (proxy, kc) = proxy(FaultMix::none(), tmp.path()).await;
+    let (proxy, kc) = proxy(plane(Scenario::Faults), FaultMix::none(), tmp.path()).await;
     let mut failures = Vec::new();
     let mut table = vec![
         "| case | exit | connections | requests |".to_string(),

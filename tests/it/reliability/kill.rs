@@ -4,8 +4,8 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_at_random_points_then_a_rerun_converges() {
-    let _one = exclusive().await;
-    let client = plane().client().await;
+    let p = plane(Scenario::Kill);
+    let client = p.client().await;
     crate::support::openshift::install_both(&client, "Default").await;
     let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
     let mut table = vec![
@@ -15,7 +15,7 @@ async fn sigkill_at_random_points_then_a_rerun_converges() {
     ];
     let mut failures = Vec::new();
     let tmp = tempfile::tempdir().unwrap();
-    let (proxy, kc) = proxy(FaultMix::none(), tmp.path()).await;
+    let (proxy, kc) = proxy(p, FaultMix::none(), tmp.path()).await;
 
     // Request counts of whole runs, to spread the kill points over them.
     let (sample_requests, synthetic_requests) = {

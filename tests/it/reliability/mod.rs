@@ -4,10 +4,11 @@
 //! payload's content, deletes are done, nothing is duplicated, and no task the run reported
 //! done is not.
 //!
-//! These tests run on a private test plane (`fault_support::plane`): they restart its API
-//! server and apply the sample payload's fixed names, which would disturb the suite's shared
-//! plane. The plane serves the real ClusterOperator and ClusterVersion CRDs (the sample is
-//! applied without its stand-ins, see `support::openshift`). They run one at a time. Run with `--nocapture` to see the tables.
+//! These tests run on private test planes (`fault_support::plane`), one per scenario: they
+//! restart its API server and apply the sample payload's fixed names, which would disturb the
+//! suite's shared plane, and with a plane each they run at the same time. The planes serve
+//! the real ClusterOperator and ClusterVersion CRDs (the sample is applied without its
+//! stand-ins, see `support::openshift`). Run with `--nocapture` to see the tables.
 
 mod bad_payloads;
 mod kill;
@@ -26,20 +27,26 @@ use fault_support::proxy::{Counts, FaultMix, FaultProxy, HookAction};
 use fault_support::{OperatorPlayer, Run};
 use rand::{Rng as _, SeedableRng as _};
 
-fn plane() -> &'static Plane {
-    static PLANE: OnceLock<Plane> = OnceLock::new();
-    PLANE.get_or_init(Plane::start)
+/// The scenarios that run at the same time, each on a private plane of its own.
+#[derive(Clone, Copy)]
+enum Scenario {
+    /// The fault mixes (and the broken payloads, which send nothing).
+    Faults,
+    /// minicvo killed at random points.
+    Kill,
+    /// The API server restarted mid-apply.
+    Restart,
 }
 
-/// One scenario at a time: they share the sample's names and the API server.
-async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    LOCK.lock().await
+/// The private plane of `s`, started on first use. Each scenario has its own, so they run
+/// in parallel: the sample's fixed names and the API server restarts stay within one plane.
+fn plane(s: Scenario) -> &'static Plane {
+    static PLANES: [OnceLock<Plane>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    PLANES[s as usize].get_or_init(Plane::start)
 }
 
 /// A proxy in front of the private plane and a kubeconfig that points at it.
-async fn proxy(mix: FaultMix, dir: &Path) -> (FaultProxy, std::path::PathBuf) {
-    let p = plane();
+async fn proxy(p: &'static Plane, mix: FaultMix, dir: &Path) -> (FaultProxy, std::path::PathBuf) {
     let (ca, cert, key) = p.pki();
     let proxy = FaultProxy::start(&p.server, &ca, &cert, &key, mix).await;
     let kc = p.kubeconfig_for(&proxy.url(), dir);
@@ -59,10 +66,10 @@ async fn apply_async(payload: &Path, kubeconfig: &Path, extra: &[&str]) -> Run {
 }
 
 /// `minicvo diff PAYLOAD` straight against the plane: exit 0 means nothing would change.
-async fn diff_is_clean(payload: &Path, extra: &[&str]) -> (bool, String) {
+async fn diff_is_clean(p: &'static Plane, payload: &Path, extra: &[&str]) -> (bool, String) {
     let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
     let payload = payload.to_path_buf();
-    let kc = plane().kubeconfig();
+    let kc = p.kubeconfig();
     tokio::task::spawn_blocking(move || {
         let out = crate::support::cli::command(&[])
             .arg("diff")
@@ -148,9 +155,9 @@ fn mixes() -> Vec<FaultMix> {
 
 /// Applies `old` cleanly, then `new` under `mix`, with the operators played; returns the run
 /// and the proxy's counts during the faulted run.
-async fn upgrade_sample_under(mix: &FaultMix, tmp: &Path) -> (Run, Counts) {
-    let client = plane().client().await;
-    let (proxy, kc) = proxy(FaultMix::none(), tmp).await;
+async fn upgrade_sample_under(p: &'static Plane, mix: &FaultMix, tmp: &Path) -> (Run, Counts) {
+    let client = p.client().await;
+    let (proxy, kc) = proxy(p, FaultMix::none(), tmp).await;
     let old = fault_support::sample("old");
     let old_plan = fault_support::plan(&old);
     let player = OperatorPlayer::start(client.clone(), &old_plan, Duration::ZERO);
@@ -177,8 +184,8 @@ async fn upgrade_sample_under(mix: &FaultMix, tmp: &Path) -> (Run, Counts) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
-    let _one = exclusive().await;
-    let client = plane().client().await;
+    let p = plane(Scenario::Faults);
+    let client = p.client().await;
     crate::support::openshift::install_both(&client, "Default").await;
     let mut table = vec![
         "| fault mix | payload | outcome | faults injected | retries | requests (report / proxy) | time |".to_string(),
@@ -188,11 +195,11 @@ async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
     for (i, mix) in mixes().into_iter().enumerate() {
         // The sample, as an upgrade from old: applies, deletes and waits.
         let tmp = tempfile::tempdir().unwrap();
-        let (run, counts) = upgrade_sample_under(&mix, tmp.path()).await;
+        let (run, counts) = upgrade_sample_under(p, &mix, tmp.path()).await;
         let new = fault_support::sample("new");
         let plan = fault_support::plan(&new);
         let mut problems = fault_support::verify(&client, &plan, run.report.as_ref()).await;
-        let (clean, diff) = diff_is_clean(&new, &[]).await;
+        let (clean, diff) = diff_is_clean(p, &new, &[]).await;
         if !clean {
             problems.push(format!("minicvo diff is not clean:\n{diff}"));
         }
@@ -211,7 +218,7 @@ async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
         let dir = tempfile::tempdir().unwrap();
         let payload = fault_support::write_synthetic(dir.path(), &prefix, "1.0.0");
         fault_support::seed_synthetic(&client, &prefix).await;
-        let (proxy, kc) = proxy(mix.clone(), tmp.path()).await;
+        let (proxy, kc) = proxy(p, mix.clone(), tmp.path()).await;
         let run = apply_async(&payload, &kc, &["--no-cluster-version"]).await;
         let counts = proxy.stats.counts();
         let plan = fault_support::plan(&payload);
@@ -219,7 +226,7 @@ async fn every_fault_mix_converges_for_the_sample_and_a_500_object_payload() {
         let mut problems = fault_support::verify(&client, &plan, run.report.as_ref()).await;
         problems.extend(fault_support::verify_no_extras(&client, &plan, &prefix).await);
         // The apply did not record ClusterVersion: compare as that apply writes.
-        let (clean, diff) = diff_is_clean(&payload, &["--no-cluster-version"]).await;
+        let (clean, diff) = diff_is_clean(p, &payload, &["--no-cluster-version"]).await;
         if !clean {
             problems.push(format!("minicvo diff is not clean:\n{diff:.2000}"));
         }

@@ -4,8 +4,8 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_converges() {
-    let _one = exclusive().await;
-    let client = plane().client().await;
+    let p = plane(Scenario::Restart);
+    let client = p.client().await;
     crate::support::openshift::install_both(&client, "Default").await;
     let mut table = vec![
         "| payload | restart at request | API server down | first run | retries | rerun |"
@@ -20,7 +20,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
         ("sample 4.13→4.14", 28, 12),
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        let (proxy, kc) = proxy(FaultMix::none(), tmp.path()).await;
+        let (proxy, kc) = proxy(p, FaultMix::none(), tmp.path()).await;
         let (payload, extra, plan, player) = if payload_name.starts_with("synthetic") {
             let prefix = &format!("rel-restart-{restart_at}");
             let payload = fault_support::write_synthetic(tmp.path(), prefix, "1.0.0");
@@ -50,7 +50,7 @@ async fn apiserver_restart_mid_apply_completes_or_fails_clearly_and_a_rerun_conv
                 if n == base + restart_at && restarted.fetch_add(1, Ordering::SeqCst) == 0 {
                     let down_tx = down_tx.clone();
                     std::thread::spawn(move || {
-                        let d = plane().restart_apiserver(Duration::from_secs(down_for));
+                        let d = p.restart_apiserver(Duration::from_secs(down_for));
                         let _ = down_tx.send(Some(d));
                     });
                 }

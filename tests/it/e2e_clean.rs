@@ -1,0 +1,141 @@
+//! `--clean` (`minicvo::e2e::cleanup::clean`) on the test control plane: it empties and
+//! finalizes the payload's namespaces itself, waits for what finalizers hold, and leaves
+//! nothing that a namespace of the same name created afterwards would find.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::Api;
+use kube::api::{DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use minicvo::{Filters, LoadOptions, Mode};
+use serde_json::json;
+
+use crate::support;
+
+const INCLUDE: &str = "include.release.openshift.io/self-managed-high-availability";
+
+/// A payload of one Namespace `ns` and one ConfigMap in it.
+fn payload(dir: &std::path::Path, ns: &str) -> minicvo::Plan {
+    let rm = dir.join("release-manifests");
+    std::fs::create_dir_all(&rm).unwrap();
+    std::fs::write(
+        rm.join("0000_10_clean_00_namespace.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n  annotations:\n    {INCLUDE}: \"true\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        rm.join("0000_10_clean_01_configmap.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: in-payload\n  namespace: {ns}\n  annotations:\n    {INCLUDE}: \"true\"\n"
+        ),
+    )
+    .unwrap();
+    let options = LoadOptions {
+        release_version: Some("4.99.0".into()),
+        ..LoadOptions::default()
+    };
+    let loaded = minicvo::load(dir, &options).unwrap();
+    minicvo::plan::from_payload(loaded, &Filters::default(), Mode::Initializing, 0)
+}
+
+#[tokio::test]
+async fn clean_empties_and_finalizes_namespaces_and_nothing_survives_into_the_next_round() {
+    let client = support::admin_client().await;
+    let ns = support::unique_name("clean");
+    let _guard = support::NamespaceGuard::adopt(ns.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = payload(dir.path(), &ns);
+
+    // A round's leftovers: the payload's objects and others nobody's payload names, among
+    // them a custom resource and a ConfigMap a finalizer holds.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    for (name, finalizers) in [
+        ("in-payload", json!([])),
+        ("left-by-an-operator", json!([])),
+        ("held", json!(["example.com/hold"])),
+    ] {
+        let cm = json!({"metadata": {"name": name, "finalizers": finalizers}, "data": {"k": "v"}});
+        cms.create(&PostParams::default(), &serde_json::from_value(cm).unwrap())
+            .await
+            .unwrap();
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "token"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    // Leases are served by every plane: a kind of a group other than the core one.
+    let lease_gvk = GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+    let lease_ar = kube::api::ApiResource::from_gvk(&lease_gvk);
+    let leases: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &lease_ar);
+    let mut lease = DynamicObject::new("leader", &lease_ar);
+    lease.data = json!({"spec": {"holderIdentity": "old-pod"}});
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+
+    // The finalizer is removed a moment after the clean started: the clean must wait for it.
+    let released = Arc::new(AtomicBool::new(false));
+    let release = {
+        let (cms, released) = (cms.clone(), released.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            released.store(true, Ordering::SeqCst);
+            cms.patch(
+                "held",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .unwrap();
+        })
+    };
+    let cleaned = minicvo::e2e::cleanup::clean(&client, &[&plan], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        released.load(Ordering::SeqCst),
+        "the clean ended while a finalizer still held an object of the namespace"
+    );
+    release.await.unwrap();
+    assert!(cleaned.deleted >= 1, "{cleaned:?}");
+    assert!(
+        namespaces.get_opt(&ns).await.unwrap().is_none(),
+        "namespace {ns} still exists after the clean"
+    );
+
+    // The next round creates the namespace again: it is empty.
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let lp = ListParams::default();
+    let left: Vec<String> = cms
+        .list(&lp)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| n != "kube-root-ca.crt")
+        .collect();
+    assert!(left.is_empty(), "ConfigMaps of the last round: {left:?}");
+    assert!(secrets.list(&lp).await.unwrap().items.is_empty());
+    assert!(leases.list(&lp).await.unwrap().items.is_empty());
+}
