@@ -96,6 +96,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "nan" && b != "nan"
 
 now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 
+# build_before CARGO_ARGS...: the release build of commit $BEFORE, in the worktree
+# target/bench-before, into target/bench-before-target.
+build_before() {
+  local wt=$ROOT/target/bench-before
+  say "building $* at $BEFORE in $wt"
+  if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
+  git -C "$wt" checkout -q --detach "$BEFORE"
+  ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
+  (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release "$@") >&2
+}
+
 build_load_tools() {
   say "building loadbench and minicvo (release)"
   cargo build --release --example loadbench --bin minicvo >&2
@@ -105,12 +116,7 @@ build_load_tools() {
   MINICVO=$ROOT/target/release/minicvo
   BEFORE_BENCH=
   if [[ -n ${BEFORE:-} ]]; then
-    local wt=$ROOT/target/bench-before
-    say "building loadbench at $BEFORE in $wt"
-    if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
-    git -C "$wt" checkout -q --detach "$BEFORE"
-    ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
-    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --example loadbench --bin minicvo) >&2
+    build_before --example loadbench --bin minicvo
     BEFORE_BENCH=$ROOT/target/bench-before-target/release/examples/loadbench
     BEFORE_MINICVO=$ROOT/target/bench-before-target/release/minicvo
   fi
@@ -791,12 +797,7 @@ bench_floor() {
     bins[before]=$BEFORE_BIN
     tools=(before after)
   elif [[ -n ${BEFORE:-} ]]; then
-    local wt=$ROOT/target/bench-before
-    say "building minicvo at $BEFORE in $wt"
-    if [[ ! -d $wt ]]; then git worktree add --detach "$wt" "$BEFORE" >&2; fi
-    git -C "$wt" checkout -q --detach "$BEFORE"
-    ln -sfn "$ROOT/../shared" "$ROOT/target/shared"
-    (cd "$wt" && CARGO_TARGET_DIR=$ROOT/target/bench-before-target cargo build --release --bin minicvo) >&2
+    build_before --bin minicvo
     bins[before]=$ROOT/target/bench-before-target/release/minicvo
     tools=(before after)
   fi

@@ -42,6 +42,14 @@ fn payload(dir: &std::path::Path, ns: &str) -> minicvo::Plan {
     minicvo::plan::from_payload(loaded, &Filters::default(), Mode::Initializing, 0)
 }
 
+async fn create_namespace(namespaces: &Api<Namespace>, name: &str) {
+    let ns = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn clean_empties_and_finalizes_namespaces_and_nothing_survives_into_the_next_round() {
     let client = support::admin_client().await;
@@ -50,16 +58,10 @@ async fn clean_empties_and_finalizes_namespaces_and_nothing_survives_into_the_ne
     let dir = tempfile::tempdir().unwrap();
     let plan = payload(dir.path(), &ns);
 
-    // A round's leftovers: the payload's objects and others nobody's payload names, among
-    // them a custom resource and a ConfigMap a finalizer holds.
+    // A round's leftovers: the payload's objects and others nobody's payload names (a Secret,
+    // a Lease of another API group), and a ConfigMap a finalizer holds.
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&namespaces, &ns).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     for (name, finalizers) in [
         ("in-payload", json!([])),
@@ -118,13 +120,7 @@ async fn clean_empties_and_finalizes_namespaces_and_nothing_survives_into_the_ne
     );
 
     // The next round creates the namespace again: it is empty.
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&namespaces, &ns).await;
     let lp = ListParams::default();
     let left: Vec<String> = cms
         .list(&lp)
