@@ -27,6 +27,7 @@ use crate::apply::preflight::STUB_NAMESPACE_LABEL;
 use crate::cluster::discovery::Discovery;
 use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::cluster::request::{self, RequestError};
+use crate::cluster::retry::{self, RetryPolicy};
 use crate::plan::{Action, Plan};
 use crate::stub_crds::{self, STUB_LABEL};
 
@@ -61,38 +62,35 @@ pub enum CleanError {
     },
 }
 
-/// DELETEs `collection/name`; `false` when it was not there. A transient error (the server
-/// busy, a CRD's storage being set up again) is tried again, up to 5 times.
+/// DELETEs `collection/name`; `false` when it was not there. Transient errors (the server
+/// busy, a CRD's storage being set up again) are retried with the run's default policy.
 async fn delete(
     client: &Client,
     collection: &str,
     name: &str,
     timeout: Duration,
 ) -> Result<bool, CleanError> {
-    let mut pause = Duration::from_millis(100);
-    let mut tries = 0;
-    loop {
-        let req = Request::new(collection)
-            .delete(name, &DeleteParams::background())
-            .map_err(|e| CleanError::Request {
-                what: name.to_string(),
-                source: RequestError::Build(e.to_string()),
-            })?;
-        match request::send(client, req, timeout).await {
-            Ok(_) => return Ok(true),
-            Err(e) if e.is(404) => return Ok(false),
-            Err(e) if transient(&e) && tries < 5 => {
-                tries += 1;
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            Err(source) => {
-                return Err(CleanError::Request {
-                    what: format!("{collection}/{name}"),
-                    source,
-                });
-            }
-        }
+    let never = tokio_util::sync::CancellationToken::new();
+    let sent = retry::retry(
+        &RetryPolicy::default(),
+        &never,
+        |_, _| false,
+        |_, _, _| {},
+        || async {
+            let req = Request::new(collection)
+                .delete(name, &DeleteParams::background())
+                .map_err(|e| RequestError::Build(e.to_string()))?;
+            request::send(client, req, timeout).await
+        },
+    )
+    .await;
+    match sent {
+        Ok(_) => Ok(true),
+        Err(x) if x.error.is(404) => Ok(false),
+        Err(x) => Err(CleanError::Request {
+            what: format!("{collection}/{name}"),
+            source: x.error,
+        }),
     }
 }
 
@@ -175,10 +173,7 @@ async fn namespaced_kinds(client: &Client, timeout: Duration) -> Result<Vec<Kind
 /// Whether `e` is worth another look (the server busy, a collection whose storage is being set
 /// up or torn down as its CRD comes or goes: 429 "storage is (re)initializing").
 fn transient(e: &RequestError) -> bool {
-    matches!(
-        crate::cluster::retry::classify(e),
-        crate::cluster::retry::Transience::Transient { .. }
-    )
+    matches!(retry::classify(e), retry::Transience::Transient { .. })
 }
 
 /// The `(namespace, name)` of every object of `kind` in one of `namespaces` (one metadata-only
