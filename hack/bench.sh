@@ -15,9 +15,10 @@
 #   hack/bench.sh e2e      `minicvo e2e upgrade` of openshift-multi on a fresh test control
 #                          plane, ROUNDS times: where the wall time goes (requests, operator
 #                          waits, idle between tasks) per phase and run-level
-#   hack/bench.sh floor    openshift-multi's e2e install and upgrade against the install's floor
-#                          (examples/floor.rs: the same objects written with nothing waiting
-#                          but the server) on one fresh test control plane, ROUNDS rounds; with
+#   hack/bench.sh floor    openshift-multi's e2e install and upgrade, and a synthetic 10k
+#                          payload's install, against their floors (examples/floor.rs: the
+#                          same writes with nothing waiting but the server, and the plane's
+#                          CPU) on one fresh test control plane, ROUNDS rounds; with
 #                          BEFORE=<git ref> that commit's minicvo runs beside, order alternating
 #                          (BEFORE_BIN=<path>: a minicvo already built; FLOOR_PROFILE=debug:
 #                          debug builds instead of release)
@@ -41,6 +42,7 @@
 #                     many ms of round-trip time added (a remote cluster); "" skips them
 #   APPLY_EXTRAS=1    for `apply`: 0 skips the wait latency and openshift-multi memory runs
 #   E2E_ARGS=""       for `e2e`: more `e2e upgrade` flags (e.g. "--apply-strategy cvo")
+#   FLOOR_SYNTH=10000 for `floor`: the synthetic payload's size; "" runs openshift-multi only
 #
 # Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
 set -euo pipefail
@@ -781,14 +783,17 @@ bench_operator() {
 }
 
 # bench_floor: the install's and upgrade's wall time against their floors (see the header).
+# Cases: openshift-multi (install and upgrade), and with FLOOR_SYNTH=N (10000 by default, ""
+# for none) a synthetic payload of N objects (its install; its upgrade to itself has nothing
+# to write).
 bench_floor() {
   local profile=${FLOOR_PROFILE:-release} dir=release
-  say "building minicvo and the floor tool ($profile)"
+  say "building minicvo, the floor tool and loadbench ($profile)"
   if [[ $profile == release ]]; then
-    cargo build --release --bin minicvo --example floor >&2
+    cargo build --release --bin minicvo --example floor --example loadbench >&2
   else
     dir=debug
-    cargo build --bin minicvo --example floor >&2
+    cargo build --bin minicvo --example floor --example loadbench >&2
   fi
   FLOOR=$ROOT/target/$dir/examples/floor
   local -a tools=(after)
@@ -801,75 +806,81 @@ bench_floor() {
     bins[before]=$ROOT/target/bench-before-target/release/minicvo
     tools=(before after)
   fi
+  # CASE:PAYLOAD:FROM:TO (TO empty: the install only)
+  local -a cases=("multi:$CORPUS:4.16.0:4.17.0")
+  local synth=${FLOOR_SYNTH-10000}
+  if [[ -n $synth ]]; then
+    say "generating a synthetic payload of $synth objects"
+    "$ROOT/target/$dir/examples/loadbench" gen "$synth" "$WORK/synth-$synth" >&2
+    cases+=("synth:$WORK/synth-$synth:4.99.0-synthetic:")
+  fi
   start_plane
-  local r t order cpu0 cpu1 line start end
+  local -a pids=(--cpu-pid "$(<"$TESTPLANE_DIR/etcd.pid")" --cpu-pid "$(<"$TESTPLANE_DIR/kube-apiserver.pid")")
+  local r t cs c payload from to order cpu0 cpu1 start end line
   for ((r = 0; r < ROUNDS; r++)); do
-    order=("${tools[@]}")
-    if ((r % 2)) && ((${#tools[@]} == 2)); then order=(after before); fi
-    for t in "${order[@]}"; do
-      say "round $((r + 1))/$ROUNDS: e2e upgrade ($t)"
-      cpu0=$(plane_cpu)
-      start=$(now_ms)
-      "${bins[$t]}" e2e upgrade --from "$CORPUS" --to "$CORPUS" --from-version 4.16.0 --to-version 4.17.0 \
-        --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
-        --timeline "$OUT/timeline-$t-$r.json" >"$OUT/e2e-$t-$r.json" ||
-        say "round $r ($t) reported failures (see $OUT/e2e-$t-$r.json)"
-      end=$(now_ms)
-      cpu1=$(plane_cpu)
-      record e2e "$t" ms $((end - start))
-      record e2e "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
-      python3 - "$OUT/timeline-$t-$r.json" "$OUT/e2e-$t-$r.json" "$t" >>"$RAW" <<'PY'
+    for cs in "${cases[@]}"; do
+      IFS=: read -r c payload from to <<<"$cs"
+      order=("${tools[@]}")
+      if ((r % 2)) && ((${#tools[@]} == 2)); then order=(after before); fi
+      for t in "${order[@]}"; do
+        say "round $((r + 1))/$ROUNDS: $c: e2e upgrade ($t)"
+        cpu0=$(plane_cpu)
+        start=$(now_ms)
+        "${bins[$t]}" e2e upgrade --from "$payload" --to "$payload" --from-version "$from" --to-version "${to:-$from}" \
+          --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
+          --timeline "$OUT/timeline-$c-$t-$r.json" >"$OUT/e2e-$c-$t-$r.json" ||
+          say "round $r ($c, $t) reported failures (see $OUT/e2e-$c-$t-$r.json)"
+        end=$(now_ms)
+        cpu1=$(plane_cpu)
+        record "$c-e2e" "$t" ms $((end - start))
+        record "$c-e2e" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+        python3 - "$OUT/e2e-$c-$t-$r.json" "$c" "$t" >>"$RAW" <<'PY'
 import json, sys
-tl = json.load(open(sys.argv[1]))["events"]
-res = json.load(open(sys.argv[2]))
-t = sys.argv[3]
-first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
-print(f"e2e {t} before_first_task_ms {first * 1000:.0f}")
+res = json.load(open(sys.argv[1]))
+c, t = sys.argv[2], sys.argv[3]
 for r in res["runs"]:
-    print(f"{r['phase']} {t} ms {r['seconds'] * 1000:.0f}")
-    print(f"{r['phase']} {t} requests {r['requests']}")
+    print(f"{c}-{r['phase']} {t} ms {r['seconds'] * 1000:.0f}")
+    print(f"{c}-{r['phase']} {t} requests {r['requests']}")
 PY
+      done
+      say "round $((r + 1))/$ROUNDS: $c: floor"
+      "$FLOOR" "$payload" --release-version "$from" ${to:+--to-release-version "$to"} "${pids[@]}" \
+        >"$OUT/floor-$c-$r.txt" 2>"$OUT/floor-$c-$r.err"
+      while read -r line; do
+        local ph
+        ph=$(field "$line" phase)
+        for m in ms requests failed cpu_s; do record "$c-$ph" floor "$m" "$(field "$line" "$m")"; done
+      done <"$OUT/floor-$c-$r.txt"
     done
-    say "round $((r + 1))/$ROUNDS: floor"
-    cpu0=$(plane_cpu)
-    line=$("$FLOOR" "$CORPUS" --release-version 4.16.0 2>"$OUT/floor-$r.err")
-    cpu1=$(plane_cpu)
-    echo "$line" >>"$OUT/lines.txt"
-    record install floor ms "$(field "$line" floor_ms)"
-    record install floor requests "$(field "$line" requests)"
-    record install floor failed "$(field "$line" failed)"
-    record install floor plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
   done
   local cores
   cores=$(nproc)
-  echo "## Install and upgrade against their floors (openshift-multi)"
+  echo "## Install and upgrade against their floors"
   echo
   machine
-  echo "- e2e: \`minicvo e2e upgrade --from openshift-multi --to openshift-multi --from-version 4.16.0 --to-version 4.17.0 --stub-missing-crds --create-missing-namespaces --clean\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}"
-  echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state: the install's objects written (GET + POST each) with nothing waiting but the server — namespaces and CRDs at once, then every CRD Established, then each node's objects in order, the run's parallelism"
+  echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
+  echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state, every object written as the cvo strategy writes it (GET, then POST, PUT or nothing after the CVO's merge) with nothing waiting but the server: the install's namespaces and CRDs at once, the CRDs Established, then each node's objects in order; the upgrade's graph with its edges (run-level barriers); the run's parallelism"
+  echo "- CPU: kube-apiserver + etcd user + system seconds during the e2e run (install, upgrade and what lies between) and during each floor phase"
   echo
-  printf '| |'; for t in "${tools[@]}"; do printf ' %s |' "$t"; done; echo
-  printf '|---|'; for t in "${tools[@]}"; do printf -- '---|'; done; echo
-  local what
-  for what in "install ms" "install requests" "upgrade ms" "upgrade requests" "e2e before_first_task_ms" "e2e ms" "e2e plane_cpu_s"; do
-    local c=${what% *} m=${what#* }
-    printf '| %s %s |' "$c" "$m"
-    for t in "${tools[@]}"; do printf ' %s |' "$(med "$c" "$t" "$m")"; done
-    echo
+  printf '| |'; for t in "${tools[@]}"; do printf ' %s |' "$t"; done; printf ' floor |'; echo
+  printf '|---|'; for t in "${tools[@]}"; do printf -- '---|'; done; printf -- '---|'; echo
+  local ph
+  for cs in "${cases[@]}"; do
+    IFS=: read -r c payload from to <<<"$cs"
+    for ph in install ${to:+upgrade}; do
+      local k=$c-$ph
+      printf '| %s %s ms |' "$c" "$ph"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$k" "$t" ms)"; done; printf ' %s |\n' "$(med "$k" floor ms)"
+      printf '| %s %s requests |' "$c" "$ph"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$k" "$t" requests)"; done; printf ' %s |\n' "$(med "$k" floor requests)"
+      printf '| **%s %s ÷ floor** |' "$c" "$ph"
+      for t in "${tools[@]}"; do printf ' **%s** |' "$(awk -v a="$(med "$k" "$t" ms)" -v b="$(med "$k" floor ms)" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }')"; done
+      printf ' |\n'
+      printf '| %s %s floor: plane CPU s / writes refused |' "$c" "$ph"; for t in "${tools[@]}"; do printf ' |'; done; printf ' %s / %s |\n' "$(med "$k" floor cpu_s)" "$(med "$k" floor failed)"
+    done
+    printf '| %s e2e ms (whole run) |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-e2e" "$t" ms)"; done; echo ' |'
+    printf '| %s e2e plane CPU s |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-e2e" "$t" plane_cpu_s)"; done; echo ' |'
   done
-  printf '| install ÷ floor |'
-  for t in "${tools[@]}"; do printf ' %s |' "$(awk -v a="$(med install "$t" ms)" -v b="$(med install floor ms)" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }')"; done
   echo
-  echo
-  echo "| floor | median of $ROUNDS |"
-  echo "|---|---|"
-  echo "| wall ms | $(med install floor ms) |"
-  echo "| requests | $(med install floor requests) |"
-  echo "| POSTs refused (see floor-*.err) | $(med install floor failed) |"
-  echo "| kube-apiserver + etcd CPU s | $(med install floor plane_cpu_s) |"
-  echo "| CPU floor ms (CPU s ÷ $cores cores) | $(awk -v s="$(med install floor plane_cpu_s)" -v n="$cores" 'BEGIN { printf "%.0f", s * 1000 / n }') |"
-  echo
-  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- medians of $ROUNDS rounds; $cores cores; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "Raw: $OUT"
 }
 

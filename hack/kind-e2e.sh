@@ -251,7 +251,7 @@ failures=0
 # or "finding" (exit 1 with the run completed, a delete-before-workload-update finding and a
 # live-pods-keep-access harm).
 run_e2e() {
-  local name=$1 expect=$2 rc=0 line
+  local name=$1 expect=$2 rc=0 vrc=0 line
   shift 2
   say "scenario $name (expect: $expect)"
   "$BIN" e2e upgrade "$@" --kubeconfig "$KC" --clean --cleanup --no-progress -o json \
@@ -289,8 +289,21 @@ for run in r["runs"]:
 print("as expected" if ok else "NOT as expected")
 sys.exit(0 if ok else 1)
 EOF
-  ) || { failures=$((failures + 1)); }
+  ) || vrc=1
   while IFS= read -r line; do say "$name: $line"; done <<<"$verdict"
+  if ((vrc)); then
+    failures=$((failures + 1))
+    stop_if_daemon_gone
+  fi
+}
+
+# A scenario failed: when our Docker daemon is the cause, every later one would fail the same
+# way, each after its own timeouts, so the run ends here (the cleanup says why).
+stop_if_daemon_gone() {
+  if ! timeout 10 docker info >/dev/null 2>&1; then
+    say "the Docker daemon does not answer: the remaining scenarios are not run"
+    exit 1
+  fi
 }
 
 run_upgrade_scenarios() {
@@ -518,7 +531,12 @@ run_docs() {
 timed() {
   local name=$1 t=$SECONDS
   shift
-  "$@" || failures=$((failures + 1))
+  if ! "$@"; then
+    failures=$((failures + 1))
+    say "$name took $((SECONDS - t))s"
+    stop_if_daemon_gone
+    return
+  fi
   say "$name took $((SECONDS - t))s"
 }
 operator_scenario() { run_operator || { stop_simulator; operator_diagnostics; return 1; }; }

@@ -239,6 +239,26 @@ pub async fn run(
     } else {
         actions::baseline(&conn.client, runner_options.request_timeout).await
     };
+    // The CVO writes nothing before its ClusterVersion exists (clusterversion::bootstrap).
+    if cvo
+        && options.record_cluster_version
+        && !dry_run
+        && let Some(version) = &plan.version
+        && let Err(e) = clusterversion::bootstrap::ensure(
+            &conn.client,
+            &discovery,
+            &plan,
+            version,
+            &runner_options.field_manager,
+            runner_options.request_timeout,
+            runner_options.crd_timeout,
+        )
+        .await
+    {
+        // The recorder reports what it cannot record; the run goes on without the owner
+        // reference, as on a cluster without ClusterVersion.
+        tracing::warn!("ClusterVersion {}: {e}", clusterversion::NAME);
+    }
     let given = &runner_options.cluster_config;
     if cvo && given.cluster_version.is_none() && given.proxy.is_none() && given.apiserver.is_none()
     {

@@ -13,25 +13,30 @@ use serde_json::Value;
 const INCLUDE: &str = "    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
 
 fn payload(dir: &Path, broken: bool) -> PathBuf {
+    payload_in(dir, broken, "cvtest")
+}
+
+/// The test payload with its objects in namespace `ns`.
+fn payload_in(dir: &Path, broken: bool, ns: &str) -> PathBuf {
     let rm = dir.join("release-manifests");
     std::fs::create_dir_all(&rm).unwrap();
     std::fs::write(
         rm.join("0000_50_cvtest_00_ns.yaml"),
         format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cvtest\n  annotations:\n{INCLUDE}"
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n  annotations:\n{INCLUDE}"
         ),
     )
     .unwrap();
     std::fs::write(
         rm.join("0000_50_cvtest_01_cm.yaml"),
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: cvtest\n  annotations:\n{INCLUDE}data:\n  dir: {}\n", dir.display()),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: {ns}\n  annotations:\n{INCLUDE}data:\n  dir: {}\n", dir.display()),
     )
     .unwrap();
     if broken {
         // An invalid key: the server answers 422 Invalid.
         std::fs::write(
             rm.join("0000_50_cvtest_02_cm.yaml"),
-            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: cvtest\n  annotations:\n{INCLUDE}data:\n  \"bad key!\": x\n"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: {ns}\n  annotations:\n{INCLUDE}data:\n  \"bad key!\": x\n"),
         )
         .unwrap();
     }
@@ -237,8 +242,13 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
                 "{variant}: assert_real_crds accepted another CRD than the Default one"
             );
         }
-        // ClusterVersion has no finalizer: gone when the DELETE returns.
+        // ClusterVersion has no finalizer: gone when the DELETE returns. A fresh install:
+        // objects of their own (the previous ones still carry the deleted ClusterVersion's
+        // owner reference, which the new one's would join as a second controller).
         crate::support::delete_quietly(&api, "version").await;
+        let ns = format!("cvtest-{}", variant.to_lowercase());
+        let p1 = payload_in(&tmp.path().join(format!("p1-{ns}")), false, &ns);
+        let p3 = payload_in(&tmp.path().join(format!("p3-{ns}")), true, &ns);
         let run = apply(&p1, &kc, "1.0.0");
         assert_eq!(run.code, 0, "{variant}: {}\n{}", run.stdout, run.stderr);
         assert!(

@@ -35,16 +35,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::core::Request;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+pub mod bootstrap;
 mod status;
 
 use self::status::{
-    cluster_id, condition, final_status, progressing, set_condition, start_history, task_failure,
+    condition, final_status, progressing, set_condition, start_history, task_failure,
 };
 use super::events::{ApplyEvent, ApplyObserver, EventKind, Outcome};
 use super::report::TaskFailure;
@@ -401,17 +402,7 @@ async fn begin(client: &Client, url: &str, o: &RecorderOptions) -> Result<Record
     let current = match watch::get(client, url, NAME, o.request_timeout).await? {
         Some(cv) => cv,
         None => {
-            let cv = json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-                "metadata": {"name": NAME},
-                "spec": {"clusterID": cluster_id(), "desiredUpdate": {"version": o.version}},
-            });
-            // A server-side apply, not a POST (see `operator_wait::create_operator`).
-            let params = PatchParams::apply(&o.field_manager);
-            let req = Request::new(url)
-                .patch(NAME, &params, &Patch::Apply(&cv))
-                .map_err(|e| RequestError::Build(e.to_string()))?;
-            request::send(client, req, o.request_timeout).await?.body
+            bootstrap::create(client, url, &o.version, &o.field_manager, o.request_timeout).await?
         }
     };
     let mut status = current.get("status").cloned().unwrap_or_else(|| json!({}));
