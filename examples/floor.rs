@@ -11,14 +11,14 @@
 //! mode with version V2 (the install's capabilities kept). The cluster is first brought to
 //! the state the e2e install starts from, untimed: everything of the plans removed
 //! (`--clean`), stand-in CRDs and missing namespaces installed (`--stub-missing-crds
-//! --create-missing-namespaces`) and ClusterVersion `version` created (as a recorded run
-//! creates it before its first write, its CRD first when the cluster does not serve it).
-//! Every object is written as the `cvo` strategy writes it
+//! --create-missing-namespaces`). Every object is written as the `cvo` strategy writes it
 //! (a GET, then the CVO's merge of the prepared manifest: a POST when absent, a PUT when the
 //! merge changed it, nothing otherwise; a missing ClusterOperator precreated with a
 //! server-side apply), with no retry and no wait:
 //!
-//! - **install**, in two waves: every Namespace and CustomResourceDefinition at once (N in
+//! - **install**: ClusterVersion `version` created as a recorded run creates it before its
+//!   first write (its CRD first, waited for until `Established`, when the cluster does not
+//!   serve it); then two waves: every Namespace and CustomResourceDefinition at once (N in
 //!   flight), then the watch until every CRD is `Established` (the server's own work, which no
 //!   install can skip); then every other object, each graph node's objects in the node's
 //!   order, N nodes at a time;
@@ -316,6 +316,19 @@ async fn upgrade(client: &Client, plan: &Plan, parallelism: usize, failed: &Fail
     }
 }
 
+/// ClusterVersion `version`, as a recorded run creates it before its first write (its CRD
+/// first when the cluster lacks it): the objects carry its owner reference.
+async fn bootstrap(client: &Client, plan: &Plan) {
+    let discovery = Discovery::new(client.clone(), TIMEOUT);
+    discovery.prime().await.expect("discovery");
+    let version = plan.version.clone().unwrap_or_default();
+    minicvo::apply::clusterversion::bootstrap::ensure(
+        client, &discovery, plan, &version, "minicvo", TIMEOUT, TIMEOUT,
+    )
+    .await
+    .expect("ClusterVersion version");
+}
+
 /// User + system CPU seconds of `pids` so far.
 fn cpu_s(pids: &[u32]) -> f64 {
     let hz = 100.0; // USER_HZ on Linux
@@ -396,22 +409,6 @@ async fn main() {
     preflight::ensure(c, &plans, stand_ins, TIMEOUT)
         .await
         .expect("stand-ins");
-    // ClusterVersion `version`, as a recorded run creates it before its first write: the
-    // objects carry its owner reference.
-    let discovery = Discovery::new(c.clone(), TIMEOUT);
-    discovery.prime().await.expect("discovery");
-    let version = install_plan.version.clone().unwrap_or_default();
-    minicvo::apply::clusterversion::bootstrap::ensure(
-        c,
-        &discovery,
-        &install_plan,
-        &version,
-        "minicvo",
-        TIMEOUT,
-        TIMEOUT,
-    )
-    .await
-    .expect("ClusterVersion version");
 
     let phases = std::iter::once(("install", &install_plan))
         .chain(upgrade_plan.as_ref().map(|p| ("upgrade", p)));
@@ -422,6 +419,7 @@ async fn main() {
         let (requests, cpu) = (conn.requests.get(), cpu_s(&pids));
         let started = Instant::now();
         if mode == Mode::Initializing {
+            bootstrap(c, plan).await;
             install(c, plan, n, &failed).await;
         } else {
             upgrade(c, plan, n, &failed).await;

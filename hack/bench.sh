@@ -41,7 +41,8 @@
 #   LATENCY_MS="10"   for `apply`: also run the rounds through examples/delayproxy with this
 #                     many ms of round-trip time added (a remote cluster); "" skips them
 #   APPLY_EXTRAS=1    for `apply`: 0 skips the wait latency and openshift-multi memory runs
-#   E2E_ARGS=""       for `e2e`: more `e2e upgrade` flags (e.g. "--apply-strategy cvo")
+#   E2E_ARGS=""       for `e2e` and `floor`: more `e2e upgrade` flags (e.g. "--apply-strategy
+#                     cvo", or "--pods *=start:0s,ready:0s" for simulated pods that start at once)
 #   FLOOR_SYNTH=10000 for `floor`: the synthetic payload's size; "" runs openshift-multi only
 #
 # Output: a Markdown summary on stdout; every raw line in target/bench/<timestamp>/.
@@ -828,19 +829,23 @@ bench_floor() {
         start=$(now_ms)
         "${bins[$t]}" e2e upgrade --from "$payload" --to "$payload" --from-version "$from" --to-version "${to:-$from}" \
           --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
-          --timeline "$OUT/timeline-$c-$t-$r.json" >"$OUT/e2e-$c-$t-$r.json" ||
+          --timeline "$OUT/timeline-$c-$t-$r.json" ${E2E_ARGS:-} >"$OUT/e2e-$c-$t-$r.json" ||
           say "round $r ($c, $t) reported failures (see $OUT/e2e-$c-$t-$r.json)"
         end=$(now_ms)
         cpu1=$(plane_cpu)
         record "$c-e2e" "$t" ms $((end - start))
         record "$c-e2e" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
-        python3 - "$OUT/e2e-$c-$t-$r.json" "$c" "$t" >>"$RAW" <<'PY'
+        python3 - "$OUT/e2e-$c-$t-$r.json" "$c" "$t" "$OUT/timeline-$c-$t-$r.json" >>"$RAW" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))
 c, t = sys.argv[2], sys.argv[3]
+tl = json.load(open(sys.argv[4]))["events"]
+first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
+print(f"{c}-e2e {t} before_first_task_ms {first * 1000:.0f}")
 for r in res["runs"]:
     print(f"{c}-{r['phase']} {t} ms {r['seconds'] * 1000:.0f}")
     print(f"{c}-{r['phase']} {t} requests {r['requests']}")
+    print(f"{c}-{r['phase']} {t} created {r['counts']['created']}")
 PY
       done
       say "round $((r + 1))/$ROUNDS: $c: floor"
@@ -858,7 +863,7 @@ PY
   echo "## Install and upgrade against their floors"
   echo
   machine
-  echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
+  echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean${E2E_ARGS:+ $E2E_ARGS}\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
   echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state, every object written as the cvo strategy writes it (GET, then POST, PUT or nothing after the CVO's merge) with nothing waiting but the server: the install's namespaces and CRDs at once, the CRDs Established, then each node's objects in order; the upgrade's graph with its edges (run-level barriers); the run's parallelism"
   echo "- CPU: kube-apiserver + etcd user + system seconds during the e2e run (install, upgrade and what lies between) and during each floor phase"
   echo
@@ -878,6 +883,8 @@ PY
     done
     printf '| %s e2e ms (whole run) |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-e2e" "$t" ms)"; done; echo ' |'
     printf '| %s e2e plane CPU s |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-e2e" "$t" plane_cpu_s)"; done; echo ' |'
+    printf '| %s e2e before the first task ms (loading, \`--clean\`) |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-e2e" "$t" before_first_task_ms)"; done; echo ' |'
+    printf '| %s upgrade: objects created again (vanished since the install) |' "$c"; for t in "${tools[@]}"; do printf ' %s |' "$(med "$c-upgrade" "$t" created)"; done; echo ' |'
   done
   echo
   echo "- medians of $ROUNDS rounds; $cores cores; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,13 +5,17 @@
 //! cluster-scoped ones and those in namespaces that stay first, then the CRDs (their custom
 //! resources go with them), then the namespaces, with the stand-ins [`crate::stub_crds`]
 //! installed for the kinds and namespaces these plans use (another payload's stand-ins stay);
-//! the DELETEs of each group go out in parallel. The namespaces are then emptied and
-//! finalized here, as the namespace controller of kube-controller-manager does but without its
-//! client's rate limit (it walks every namespaced kind of every namespace at 20 requests a
-//! second), and only once every kind has been seen empty in them, so nothing of a previous
-//! round survives into the next. The call returns once every namespace and CRD is gone
-//! (followed with one list and watch per collection, not polled), so the next install does
-//! not meet a terminating namespace.
+//! the DELETEs of each group go out in parallel. The CRDs are waited for until gone (a
+//! terminating CRD's kind cannot be emptied). A namespace is finalized while it is still
+//! active (its `kubernetes` finalizer removed), then deleted: kube-controller-manager's
+//! namespace controller leaves a finalized namespace alone, so none of its passes, which
+//! delete by namespace *name*, can reach into the namespace of the same name that the next
+//! install creates. minicvo empties the namespaces itself, without that controller's client
+//! rate limit: one metadata LIST per namespaced kind, a collection DELETE per kind and
+//! namespace that has objects, listed again until every kind is seen empty (finalizers and pod
+//! grace periods are waited for), then deletes them again, which removes them. The call
+//! returns once every namespace and CRD is gone (followed with one list and watch per
+//! collection, not polled), so the next install does not meet a terminating namespace.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
@@ -184,7 +188,7 @@ async fn objects_in(
     kind: &Kind,
     namespaces: &BTreeSet<String>,
     timeout: Duration,
-) -> Result<Option<Vec<(String, String)>>, CleanError> {
+) -> Result<Option<Vec<Obj>>, CleanError> {
     let req = http::Request::get(&kind.all)
         .header(
             http::header::ACCEPT,
@@ -214,27 +218,115 @@ async fn objects_in(
             .filter_map(|i| {
                 let ns = i.pointer("/metadata/namespace").and_then(Value::as_str)?;
                 let name = i.pointer("/metadata/name").and_then(Value::as_str)?;
-                namespaces
-                    .contains(ns)
-                    .then(|| (ns.to_string(), name.to_string()))
+                namespaces.contains(ns).then(|| Obj {
+                    ns: ns.to_string(),
+                    name: name.to_string(),
+                    terminating: i.pointer("/metadata/deletionTimestamp").is_some(),
+                })
             })
             .collect(),
     ))
 }
 
-/// A kind (its index) and the `(namespace, name)` of its objects found in the namespaces.
-type Found = (usize, Vec<(String, String)>);
+/// An object found in one of the namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Obj {
+    ns: String,
+    name: String,
+    /// Being deleted already (a pod ending, a finalizer holding it).
+    terminating: bool,
+}
+
+/// A kind (its index) and its objects found in the namespaces.
+type Found = (usize, Vec<Obj>);
 
 /// A kind (its index) and what its LIST found: `None` when it could not be listed now.
-type Listed = (usize, Option<Vec<(String, String)>>);
+type Listed = (usize, Option<Vec<Obj>>);
 
-/// Finishes the deletion of `namespaces` (already terminating, so nothing new can be created
-/// in them) as kube-controller-manager's namespace controller does, without its client rate
-/// limit: every object in them is deleted (a collection DELETE per kind and namespace, in
-/// parallel), the kinds are listed again until none is left (objects held by finalizers, pods
-/// ending), then each namespace's `kubernetes` finalizer is removed and the namespace deleted
-/// for good. Nothing is left behind: a namespace is finalized only once every kind it could
-/// hold has been seen empty in it.
+/// One look at `kinds` in `namespaces`: each kind listed (metadata only), and what was found
+/// deleted (a collection DELETE per kind and namespace, or one DELETE per object where the
+/// kind has no collection DELETE), in parallel. Returns what was found, and the kinds the
+/// server could not list now.
+async fn sweep(
+    client: &Client,
+    kinds: &[Kind],
+    namespaces: &BTreeSet<String>,
+    timeout: Duration,
+) -> Result<(Vec<Found>, BTreeSet<usize>), CleanError> {
+    let listed: Vec<Result<Listed, CleanError>> = stream::iter(kinds.iter().enumerate())
+        .map(|(i, k)| async move {
+            objects_in(client, k, namespaces, timeout)
+                .await
+                .map(|o| (i, o))
+        })
+        .buffer_unordered(PARALLEL_DELETES)
+        .collect()
+        .await;
+    let mut found: Vec<Found> = Vec::new();
+    let mut unknown: BTreeSet<usize> = BTreeSet::new();
+    for r in listed {
+        match r? {
+            (i, None) => {
+                unknown.insert(i);
+            }
+            (i, Some(objects)) if !objects.is_empty() => found.push((i, objects)),
+            _ => {}
+        }
+    }
+    let mut deletes: Vec<(String, Option<String>)> = Vec::new();
+    for (i, objects) in &found {
+        let k = &kinds[*i];
+        // What is being deleted already needs no second DELETE.
+        let live = objects.iter().filter(|o| !o.terminating);
+        if k.delete_collection {
+            let in_ns: BTreeSet<&String> = live.map(|o| &o.ns).collect();
+            for ns in in_ns {
+                deletes.push((k.in_namespace.replace("{}", ns), None));
+            }
+        } else {
+            for o in live {
+                deletes.push((k.in_namespace.replace("{}", &o.ns), Some(o.name.clone())));
+            }
+        }
+    }
+    let results: Vec<Result<(), CleanError>> = stream::iter(deletes)
+        .map(|(collection, name)| async move {
+            let req = match &name {
+                Some(n) => Request::new(&collection).delete(n, &DeleteParams::background()),
+                None => Request::new(&collection).delete_collection(
+                    &DeleteParams::background(),
+                    &kube::api::ListParams::default(),
+                ),
+            }
+            .map_err(|e| CleanError::Request {
+                what: collection.clone(),
+                source: RequestError::Build(e.to_string()),
+            })?;
+            match request::send(client, req, timeout).await {
+                Ok(_) => Ok(()),
+                // Gone, or not now: the next look lists it again.
+                Err(e) if e.is(404) || transient(&e) => Ok(()),
+                Err(source) => Err(CleanError::Request {
+                    what: collection,
+                    source,
+                }),
+            }
+        })
+        .buffer_unordered(PARALLEL_DELETES)
+        .collect()
+        .await;
+    for r in results {
+        r?;
+    }
+    Ok((found, unknown))
+}
+
+/// Finishes the deletion of `namespaces` (terminating, so nothing new can be created in them)
+/// where no namespace controller did: every object in them is deleted ([`sweep`]), the kinds
+/// are looked at again until none is left (objects held by finalizers, pods ending), then each
+/// namespace's `kubernetes` finalizer is removed and the namespace deleted for good. Nothing
+/// is left behind: a namespace is finalized only once every kind it could hold has been seen
+/// empty in it.
 async fn finish_namespaces(
     client: &Client,
     namespaces: &BTreeSet<String>,
@@ -247,27 +339,7 @@ async fn finish_namespaces(
     let mut kinds = namespaced_kinds(client, timeout).await?;
     let mut pause = Duration::from_millis(50);
     loop {
-        let listed: Vec<Result<Listed, CleanError>> = stream::iter(kinds.iter().enumerate())
-            .map(|(i, k)| async move {
-                objects_in(client, k, namespaces, timeout)
-                    .await
-                    .map(|o| (i, o))
-            })
-            .buffer_unordered(PARALLEL_DELETES)
-            .collect()
-            .await;
-        let mut left: Vec<Found> = Vec::new();
-        // Kinds the server could not list now: looked at again, nothing deleted yet.
-        let mut unknown: BTreeSet<usize> = BTreeSet::new();
-        for r in listed {
-            match r? {
-                (i, None) => {
-                    unknown.insert(i);
-                }
-                (i, Some(objects)) if !objects.is_empty() => left.push((i, objects)),
-                _ => {}
-            }
-        }
+        let (left, unknown) = sweep(client, &kinds, namespaces, timeout).await?;
         if left.is_empty() && unknown.is_empty() {
             break;
         }
@@ -277,7 +349,7 @@ async fn finish_namespaces(
                 .iter()
                 .flat_map(|(i, o)| {
                     o.iter()
-                        .map(move |(ns, n)| format!("{} {ns}/{n}", kinds[*i].all))
+                        .map(move |o| format!("{} {}/{}", kinds[*i].all, o.ns, o.name))
                 })
                 .take(20)
                 .collect();
@@ -286,51 +358,8 @@ async fn finish_namespaces(
                 left: names.join(", "),
             });
         }
-        let mut deletes: Vec<(String, Option<String>)> = Vec::new();
-        for (i, objects) in &left {
-            let k = &kinds[*i];
-            let in_ns: BTreeSet<&String> = objects.iter().map(|(ns, _)| ns).collect();
-            if k.delete_collection {
-                for ns in in_ns {
-                    deletes.push((k.in_namespace.replace("{}", ns), None));
-                }
-            } else {
-                for (ns, name) in objects {
-                    deletes.push((k.in_namespace.replace("{}", ns), Some(name.clone())));
-                }
-            }
-        }
-        let results: Vec<Result<(), CleanError>> = stream::iter(deletes)
-            .map(|(collection, name)| async move {
-                let req = match &name {
-                    Some(n) => Request::new(&collection).delete(n, &DeleteParams::background()),
-                    None => Request::new(&collection).delete_collection(
-                        &DeleteParams::background(),
-                        &kube::api::ListParams::default(),
-                    ),
-                }
-                .map_err(|e| CleanError::Request {
-                    what: collection.clone(),
-                    source: RequestError::Build(e.to_string()),
-                })?;
-                match request::send(client, req, timeout).await {
-                    Ok(_) => Ok(()),
-                    // Gone, or not now: the next look lists it again.
-                    Err(e) if e.is(404) || transient(&e) => Ok(()),
-                    Err(source) => Err(CleanError::Request {
-                        what: collection,
-                        source,
-                    }),
-                }
-            })
-            .buffer_unordered(PARALLEL_DELETES)
-            .collect()
-            .await;
-        for r in results {
-            r?;
-        }
-        // Only the kinds that had objects are listed again; what is still there is held by a
-        // finalizer or a pod's grace period, so the next look backs off a little.
+        // Only the kinds that had objects are looked at again; what is still there is held by
+        // a finalizer or a pod's grace period, so the next look backs off a little.
         let mut had: BTreeSet<usize> = left.iter().map(|(i, _)| *i).collect();
         had.extend(unknown);
         kinds = kinds
@@ -349,9 +378,15 @@ async fn finish_namespaces(
     finalized.into_iter().collect()
 }
 
-/// Removes the `kubernetes` finalizer of terminating namespace `ns` and deletes it, which
-/// then removes it at once (what the namespace controller does once the namespace is empty).
-async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), CleanError> {
+/// Empties the `spec.finalizers` of namespace `ns` (the `kubernetes` one the namespace
+/// controller removes once it has emptied a terminating namespace). With `terminating`, only a
+/// namespace being deleted is touched. Returns whether the namespace was finalized.
+async fn clear_finalizers(
+    client: &Client,
+    ns: &str,
+    terminating: bool,
+    timeout: Duration,
+) -> Result<bool, CleanError> {
     let err = |source| CleanError::Request {
         what: format!("namespace {ns}"),
         source,
@@ -362,10 +397,10 @@ async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), Cl
             .await
             .map_err(err)?
         else {
-            return Ok(());
+            return Ok(false);
         };
-        if live.pointer("/metadata/deletionTimestamp").is_none() {
-            return Ok(()); // not ours to finalize: it was not being deleted
+        if terminating && live.pointer("/metadata/deletionTimestamp").is_none() {
+            return Ok(false); // not ours to finalize: it was not being deleted
         }
         if let Some(spec) = live.get_mut("spec") {
             spec["finalizers"] = Value::Array(Vec::new());
@@ -377,11 +412,20 @@ async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), Cl
             .body(body)
             .map_err(|e| err(RequestError::Build(e.to_string())))?;
         match request::send(client, put, timeout).await {
-            Ok(_) => break,
-            Err(e) if e.is(404) => return Ok(()),
+            Ok(_) => return Ok(true),
+            Err(e) if e.is(404) => return Ok(false),
             Err(e) if e.is(409) => {}
             Err(e) => return Err(err(e)),
         }
+    }
+    Ok(false)
+}
+
+/// Finalizes terminating namespace `ns` and deletes it again, which removes it at once (what
+/// the namespace controller does once the namespace is empty).
+async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), CleanError> {
+    if !clear_finalizers(client, ns, true, timeout).await? {
+        return Ok(());
     }
     delete(client, NAMESPACES, ns, timeout).await.map(|_| ())
 }
@@ -570,20 +614,55 @@ pub async fn clean(
         };
         targets.push((r.url_path(ns.as_deref()), m.id.name.clone()));
     }
-    // Objects first, then CRDs (their custom resources go with them), then namespaces; each
-    // group's DELETEs in parallel.
+    // Objects first, then CRDs (their custom resources go with them); each group's DELETEs in
+    // parallel.
+    let deadline = Instant::now() + timeout;
     let mut deleted = 0;
     let crd_targets = crds.iter().map(|c| (CRDS.to_string(), c.clone())).collect();
-    let ns_targets = namespaces
-        .iter()
-        .map(|n| (NAMESPACES.to_string(), n.clone()))
-        .collect();
-    for group in [targets, crd_targets, ns_targets] {
+    for group in [targets, crd_targets] {
         deleted += delete_all(client, group, request_timeout).await?;
     }
-    let deadline = Instant::now() + timeout;
-    finish_namespaces(client, &namespaces, (deadline, timeout), request_timeout).await?;
-    wait_gone(client, &namespaces, &crds, deadline - Instant::now()).await?;
+    // The CRDs gone first: while one is terminating, its kind is still discovered but cannot
+    // be emptied, so a namespace controller pass fails on it and backs off exponentially.
+    wait_gone(client, &BTreeSet::new(), &crds, deadline - Instant::now()).await?;
+    tracing::debug!(
+        "cleaning up: objects and {} CRDs gone after {:.1?}",
+        crds.len(),
+        started.elapsed()
+    );
+    // Then the namespaces: finalized while still active, then deleted. kube-controller-
+    // manager's namespace controller leaves a finalized namespace alone, so no pass of it
+    // (which deletes by namespace *name*) can reach into the namespace of the same name the
+    // next install creates; they are emptied and removed here instead.
+    if !namespaces.is_empty() {
+        let finalized: Vec<Result<(), CleanError>> = stream::iter(&namespaces)
+            .map(|ns| async move {
+                clear_finalizers(client, ns, false, request_timeout)
+                    .await
+                    .map(|_| ())
+            })
+            .buffer_unordered(PARALLEL_DELETES)
+            .collect()
+            .await;
+        finalized.into_iter().collect::<Result<(), CleanError>>()?;
+        let ns_targets = namespaces
+            .iter()
+            .map(|n| (NAMESPACES.to_string(), n.clone()))
+            .collect();
+        deleted += delete_all(client, ns_targets, request_timeout).await?;
+        finish_namespaces(client, &namespaces, (deadline, timeout), request_timeout).await?;
+    }
+    wait_gone(
+        client,
+        &namespaces,
+        &BTreeSet::new(),
+        deadline - Instant::now(),
+    )
+    .await?;
+    tracing::debug!(
+        "cleaning up: namespaces removed after {:.1?}",
+        started.elapsed()
+    );
     Ok(Cleaned {
         deleted,
         seconds: started.elapsed().as_secs_f64(),
