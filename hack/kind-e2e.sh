@@ -50,7 +50,9 @@
 #   KIND_E2E_CORPUS=DIR    the corpus of real payloads (default ../shared/payloads)
 #
 # Exit code: 0 every scenario ended as expected; 1 one did not, or something of the run was
-# left on the host; 2 a missing tool or setup error; 3 another run holds the lock.
+# left on the host; 2 a missing tool or setup error; 3 another run holds the lock. A scenario
+# that fails while the Docker daemon no longer answers ends the run there (the rest would fail
+# the same way, each after its own timeouts).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
