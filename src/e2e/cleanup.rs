@@ -188,7 +188,7 @@ async fn objects_in(
     kind: &Kind,
     namespaces: &BTreeSet<String>,
     timeout: Duration,
-) -> Result<Option<Vec<Obj>>, CleanError> {
+) -> Result<Result<Vec<Obj>, RequestError>, CleanError> {
     let req = http::Request::get(&kind.all)
         .header(
             http::header::ACCEPT,
@@ -201,8 +201,8 @@ async fn objects_in(
         })?;
     let list = match request::send(client, req, timeout).await {
         Ok(r) => r.body,
-        Err(e) if e.is(404) || e.is(405) => return Ok(Some(Vec::new())),
-        Err(e) if transient(&e) => return Ok(None),
+        Err(e) if e.is(404) || e.is(405) => return Ok(Ok(Vec::new())),
+        Err(e) if transient(&e) => return Ok(Err(e)),
         Err(source) => {
             return Err(CleanError::Request {
                 what: kind.all.clone(),
@@ -210,22 +210,21 @@ async fn objects_in(
             });
         }
     };
-    Ok(Some(
-        list.get("items")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|i| {
-                let ns = i.pointer("/metadata/namespace").and_then(Value::as_str)?;
-                let name = i.pointer("/metadata/name").and_then(Value::as_str)?;
-                namespaces.contains(ns).then(|| Obj {
-                    ns: ns.to_string(),
-                    name: name.to_string(),
-                    terminating: i.pointer("/metadata/deletionTimestamp").is_some(),
-                })
+    Ok(Ok(list
+        .get("items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            let ns = i.pointer("/metadata/namespace").and_then(Value::as_str)?;
+            let name = i.pointer("/metadata/name").and_then(Value::as_str)?;
+            namespaces.contains(ns).then(|| Obj {
+                ns: ns.to_string(),
+                name: name.to_string(),
+                terminating: i.pointer("/metadata/deletionTimestamp").is_some(),
             })
-            .collect(),
-    ))
+        })
+        .collect()))
 }
 
 /// An object found in one of the namespaces.
@@ -240,8 +239,9 @@ struct Obj {
 /// A kind (its index) and its objects found in the namespaces.
 type Found = (usize, Vec<Obj>);
 
-/// A kind (its index) and what its LIST found: `None` when it could not be listed now.
-type Listed = (usize, Option<Vec<Obj>>);
+/// A kind (its index) and what its LIST found, or the transient error that kept it from
+/// being listed now.
+type Listed = (usize, Result<Vec<Obj>, RequestError>);
 
 /// One look at `kinds` in `namespaces`: each kind listed (metadata only), and what was found
 /// deleted (a collection DELETE per kind and namespace, or one DELETE per object where the
@@ -252,7 +252,7 @@ async fn sweep(
     kinds: &[Kind],
     namespaces: &BTreeSet<String>,
     timeout: Duration,
-) -> Result<(Vec<Found>, BTreeSet<usize>), CleanError> {
+) -> Result<(Vec<Found>, BTreeMap<usize, RequestError>), CleanError> {
     let listed: Vec<Result<Listed, CleanError>> = stream::iter(kinds.iter().enumerate())
         .map(|(i, k)| async move {
             objects_in(client, k, namespaces, timeout)
@@ -263,13 +263,13 @@ async fn sweep(
         .collect()
         .await;
     let mut found: Vec<Found> = Vec::new();
-    let mut unknown: BTreeSet<usize> = BTreeSet::new();
+    let mut unknown: BTreeMap<usize, RequestError> = BTreeMap::new();
     for r in listed {
         match r? {
-            (i, None) => {
-                unknown.insert(i);
+            (i, Err(e)) => {
+                unknown.insert(i, e);
             }
-            (i, Some(objects)) if !objects.is_empty() => found.push((i, objects)),
+            (i, Ok(objects)) if !objects.is_empty() => found.push((i, objects)),
             _ => {}
         }
     }
@@ -338,10 +338,26 @@ async fn finish_namespaces(
     }
     let mut kinds = namespaced_kinds(client, timeout).await?;
     let mut pause = Duration::from_millis(50);
+    // Since when no kind could be listed at all.
+    let mut unanswered_since: Option<Instant> = None;
     loop {
-        let (left, unknown) = sweep(client, &kinds, namespaces, timeout).await?;
+        let (left, mut unknown) = sweep(client, &kinds, namespaces, timeout).await?;
         if left.is_empty() && unknown.is_empty() {
             break;
+        }
+        if unknown.len() == kinds.len() {
+            // A server that answers nothing for this long is down, not busy.
+            let since = *unanswered_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= UNANSWERED_LIMIT
+                && let Some((_, source)) = unknown.pop_first()
+            {
+                return Err(CleanError::Request {
+                    what: "the namespaces' objects".into(),
+                    source,
+                });
+            }
+        } else {
+            unanswered_since = None;
         }
         if Instant::now() >= deadline {
             let kinds = &kinds;
@@ -361,7 +377,7 @@ async fn finish_namespaces(
         // Only the kinds that had objects are looked at again; what is still there is held by
         // a finalizer or a pod's grace period, so the next look backs off a little.
         let mut had: BTreeSet<usize> = left.iter().map(|(i, _)| *i).collect();
-        had.extend(unknown);
+        had.extend(unknown.keys());
         kinds = kinds
             .into_iter()
             .enumerate()
@@ -430,6 +446,9 @@ async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), Cl
     delete(client, NAMESPACES, ns, timeout).await.map(|_| ())
 }
 
+/// How long lists and watches may keep failing before the clean gives up on the server.
+const UNANSWERED_LIMIT: Duration = Duration::from_secs(30);
+
 /// How many DELETEs are in flight at once.
 const PARALLEL_DELETES: usize = 16;
 
@@ -456,7 +475,8 @@ async fn delete_all(
 
 /// Follows the namespaces and the CRDs (a list, then a watch of each collection) until none
 /// of `namespaces` and `crds` is left, or `timeout`. A failed list or watch is retried (the
-/// last error is named if time runs out).
+/// last error is named if time runs out); when every one fails for [`UNANSWERED_LIMIT`], the
+/// server is taken to be down and its last error returned.
 async fn wait_gone(
     client: &Client,
     namespaces: &BTreeSet<String>,
@@ -480,6 +500,8 @@ async fn wait_gone(
     // A collection counts only once it has been listed.
     let mut listed: BTreeSet<&str> = BTreeSet::new();
     let mut last_error = None;
+    // Since when every list and watch has failed.
+    let mut failing_since: Option<Instant> = None;
     loop {
         let done = pending
             .iter()
@@ -519,8 +541,20 @@ async fn wait_gone(
                 }
             }
             CollectionEvent::Applied(_) => {}
-            CollectionEvent::Failed(e) => last_error = Some(e),
+            CollectionEvent::Failed(e) => {
+                // A server that answers nothing for this long is down, not busy.
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= UNANSWERED_LIMIT {
+                    return Err(CleanError::Request {
+                        what: collection.to_string(),
+                        source: e,
+                    });
+                }
+                last_error = Some(e);
+                continue;
+            }
         }
+        failing_since = None;
     }
 }
 
