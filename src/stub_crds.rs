@@ -40,7 +40,7 @@ use crate::plan::{Action, Plan};
 pub const STUB_LABEL: &str = "minicvo.openshift.io/stub-crd";
 /// Field manager of the stub CRD writes.
 pub const FIELD_MANAGER: &str = "minicvo-stub-crds";
-const CRD_COLLECTION: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+pub(crate) const CRD_COLLECTION: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// A group/kind the payload uses that nothing serves.
 #[derive(Debug, Clone, PartialEq, Eq)]

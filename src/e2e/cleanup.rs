@@ -33,7 +33,7 @@ use crate::cluster::list_watch::{CollectionEvent, list_watch};
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::retry::{self, RetryPolicy};
 use crate::plan::{Action, Plan};
-use crate::stub_crds::{self, STUB_LABEL};
+use crate::stub_crds::{self, CRD_COLLECTION as CRDS, STUB_LABEL};
 
 /// What [`clean`] removed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -558,7 +558,6 @@ async fn wait_gone(
     }
 }
 
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const NAMESPACES: &str = "/api/v1/namespaces";
 
 /// Deletes every object of `plans` and the stand-ins of what they use, and waits (up to

@@ -302,3 +302,64 @@ async fn install_upgrade_and_failed_upgrade_are_recorded_in_the_real_clustervers
         );
     }
 }
+
+/// A first install on a cluster that does not serve ClusterVersion, of a payload that carries
+/// the real ClusterVersion CRD: the run creates the CRD and `version` before its first write,
+/// as OpenShift's bootstrap and the CVO do, so the install's objects carry the owner reference.
+#[tokio::test]
+async fn a_first_install_creates_clusterversion_before_its_first_write() {
+    let plane = plane::Plane::start();
+    let client = plane.client().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = payload_in(&tmp.path().join("p"), false, "cvfirst");
+    let file = crate::support::openshift::cluster_version_crd("Default");
+    std::fs::copy(
+        crate::support::corpus("openshift-multi/release-manifests").join(&file),
+        p.join("release-manifests").join(&file),
+    )
+    .unwrap();
+    let run = apply(&p, &plane.kubeconfig(), "1.0.0");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("clusterversion version: recorded"),
+        "{}",
+        run.stdout
+    );
+    let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion");
+    let cvs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "clusterversions"),
+    );
+    let uid = cvs.get("version").await.unwrap().metadata.uid.unwrap();
+    let owners =
+        |o: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
+            o.unwrap_or_default()
+                .into_iter()
+                .map(|r| (r.kind, r.name, r.uid, r.controller))
+                .collect::<Vec<_>>()
+        };
+    let want = vec![(
+        "ClusterVersion".to_string(),
+        "version".to_string(),
+        uid,
+        Some(true),
+    )];
+    let ns = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .get("cvfirst")
+        .await
+        .unwrap();
+    assert_eq!(
+        owners(ns.metadata.owner_references),
+        want,
+        "Namespace cvfirst"
+    );
+    let cm = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "cvfirst")
+        .get("a")
+        .await
+        .unwrap();
+    assert_eq!(
+        owners(cm.metadata.owner_references),
+        want,
+        "ConfigMap cvfirst/a"
+    );
+}

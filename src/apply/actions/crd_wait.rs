@@ -11,7 +11,7 @@ use crate::apply::events::EventKind;
 use crate::cluster::watch::{self, WatchEnd};
 
 /// Why a CRD's names were not accepted, or `Ok(established)`.
-fn crd_state(crd: &Value) -> Result<bool, String> {
+pub(crate) fn crd_state(crd: &Value) -> Result<bool, String> {
     let conditions = crd
         .pointer("/status/conditions")
         .and_then(Value::as_array)

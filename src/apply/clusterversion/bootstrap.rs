@@ -20,13 +20,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::status::cluster_id;
 use super::{CRD_NAME, NAME, retrying, served};
+use crate::apply::actions::crd_wait::crd_state;
 use crate::cluster::discovery::Discovery;
 use crate::cluster::request::{self, RequestError};
 use crate::cluster::watch::{self, WatchEnd};
 use crate::merge::{self, ClusterConfig};
 use crate::plan::Plan;
-
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+use crate::stub_crds::CRD_COLLECTION as CRDS;
 
 /// Why ClusterVersion `version` could not be made ready before the run.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +43,9 @@ pub enum BootstrapError {
     /// The CRD was created but did not become `Established` in time.
     #[error("CustomResourceDefinition {CRD_NAME} not Established within {0:?}")]
     NotEstablished(Duration),
+    /// The server refused the CRD's names.
+    #[error("CustomResourceDefinition {CRD_NAME}: {0}")]
+    NamesNotAccepted(String),
     /// The payload's CRD manifest could not be prepared.
     #[error("CustomResourceDefinition {CRD_NAME}: {0}")]
     Manifest(#[from] merge::MergeError),
@@ -121,13 +124,14 @@ async fn create_crd(
     retrying(post).await.map_err(failed(
         "creating CustomResourceDefinition clusterversions.config.openshift.io",
     ))?;
+    // Established (with the CRD), or why its names were refused.
     let is_established = |o: Option<&Value>| {
         let o = o?;
-        o.pointer("/status/conditions")
-            .and_then(Value::as_array)?
-            .iter()
-            .any(|c| c["type"] == "Established" && c["status"] == "True")
-            .then(|| o.clone())
+        match crd_state(o) {
+            Ok(true) => Some(Ok(o.clone())),
+            Ok(false) => None,
+            Err(why) => Some(Err(why)),
+        }
     };
     let deadline = Instant::now() + crd_timeout;
     let never = CancellationToken::new();
@@ -142,7 +146,8 @@ async fn create_crd(
     )
     .await
     {
-        WatchEnd::Done(crd) => Ok(crd),
+        WatchEnd::Done(Ok(crd)) => Ok(crd),
+        WatchEnd::Done(Err(why)) => Err(BootstrapError::NamesNotAccepted(why)),
         WatchEnd::Failed(e) => Err(failed(
             "watching CustomResourceDefinition clusterversions.config.openshift.io",
         )(e)),
