@@ -236,15 +236,18 @@ pub fn invariants(timeline: &Timeline, phase: Phase, plan: &Plan) -> Vec<Check> 
     vec![waits, deletes, both]
 }
 
-/// When the ClusterOperator of `op` reported `versions` in the upgrade: the first observed
-/// status carrying all of them, else the end of its wait.
+/// When the ClusterOperator of `op` reported `versions` in the upgrade: the earlier of the
+/// first observed status carrying all of them and the end of its wait. The wait ends only once
+/// the apply has seen the operator done, so the report came before it, even when the
+/// observation of that status was recorded after the apply's next step (the simulator records
+/// its write when the answer comes back, the apply's watch can see the write sooner).
 fn reported_at(timeline: &Timeline, op: &simulate::OperatorSpec) -> Option<f64> {
     let pairs: Vec<String> = op
         .versions
         .iter()
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
-    timeline
+    let observed = timeline
         .phase(Phase::Upgrade)
         .find(|e| {
             e.action == TimelineAction::Observed
@@ -255,12 +258,15 @@ fn reported_at(timeline: &Timeline, op: &simulate::OperatorSpec) -> Option<f64> 
                     pairs.iter().all(|p| words.contains(p.as_str()))
                 })
         })
-        .or_else(|| {
-            timeline.phase(Phase::Upgrade).find(|e| {
-                e.action == TimelineAction::WaitDone && e.task == Some(op.task) && e.succeeded()
-            })
-        })
-        .map(|e| e.t)
+        .map(|e| e.t);
+    let waited = timeline
+        .phase(Phase::Upgrade)
+        .find(|e| e.action == TimelineAction::WaitDone && e.task == Some(op.task) && e.succeeded())
+        .map(|e| e.t);
+    match (observed, waited) {
+        (Some(o), Some(w)) => Some(o.min(w)),
+        (o, w) => o.or(w),
+    }
 }
 
 fn applies(t: &crate::plan::Task) -> bool {
@@ -499,6 +505,42 @@ mod tests {
         assert!(story.passed(), "{:?}", story.failures);
         assert!(
             story.notes[0].contains("after ClusterOperator machine-config reported 4.14.0"),
+            "{:?}",
+            story.notes
+        );
+    }
+
+    #[test]
+    fn a_report_recorded_after_the_delete_counts_from_the_end_of_the_wait() {
+        let (_, old) = plan_of("payload/old", Mode::Initializing);
+        let (_, new) = plan_of("payload/new", Mode::Updating);
+        let order: Vec<usize> = (0..new.tasks.len()).collect();
+        let mut tl = serial_timeline(&new, Phase::Upgrade, &order);
+        // The status that says 4.14.0, as the simulator records it: once its write is
+        // answered, which can be after the apply's watch saw it, ended the wait and went on.
+        let delete = tl.events.iter().find(|e| e.is_delete_issued()).unwrap().t;
+        let wait = tl
+            .events
+            .iter()
+            .find(|e| e.action == TimelineAction::WaitDone && e.object.name == "machine-config")
+            .unwrap()
+            .clone();
+        tl.events.push(TimelineEvent {
+            t: delete + 0.003,
+            action: TimelineAction::Observed,
+            task: None,
+            start: None,
+            outcome: None,
+            detail: Some("operator=4.14.0".into()),
+            ..wait.clone()
+        });
+        let story = delete_before_workload_update(&tl, &old, &new);
+        assert!(story.passed(), "{:?}", story.failures);
+        assert!(
+            story.notes[0].contains(&format!(
+                "after ClusterOperator machine-config reported 4.14.0 (at {:.3}s)",
+                wait.t
+            )),
             "{:?}",
             story.notes
         );

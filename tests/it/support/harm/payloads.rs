@@ -242,9 +242,11 @@ pub(super) fn new_files(
             };
             let used = if still { name } else { v2 };
             if shape == Shape::ConfigMapDeleted {
-                // The old pods run on 5 s after their replacement is ready: long enough for a
-                // kubelet to set their volume up again after the delete (and keep the files).
-                pod.min_ready = Some(5);
+                // The old pods run on 8 s after their replacement is ready: longer than the
+                // plane kubelet's resync of a running pod (`syncFrequency: 5s`, up to 7.5 s
+                // with its jitter), so that it sets their volume up again after the delete
+                // (and keeps the files).
+                pod.min_ready = Some(8);
             }
             match shape {
                 Shape::EnvStillReferenced => pod.env_config = Some(used),
