@@ -263,10 +263,7 @@ fn reported_at(timeline: &Timeline, op: &simulate::OperatorSpec) -> Option<f64> 
         .phase(Phase::Upgrade)
         .find(|e| e.action == TimelineAction::WaitDone && e.task == Some(op.task) && e.succeeded())
         .map(|e| e.t);
-    match (observed, waited) {
-        (Some(o), Some(w)) => Some(o.min(w)),
-        (o, w) => o.or(w),
-    }
+    observed.into_iter().chain(waited).reduce(f64::min)
 }
 
 fn applies(t: &crate::plan::Task) -> bool {
