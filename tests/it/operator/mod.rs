@@ -225,6 +225,9 @@ async fn an_admin_patch_updates_the_cluster_drift_is_restored_and_an_unknown_rel
         applied.len() >= 2 && applied.windows(2).all(|w| w[0] < w[1]),
         "{applied:?}"
     );
+    // The operator records a completed pass in its metrics, then says so in an Event; the
+    // ClusterVersion status above is written before either.
+    signatures::wait_events(&client, "UpdateCompleted", "4.14.0", 1).await;
     let after = op.metrics().await.unwrap();
     assert_eq!(
         sample(
