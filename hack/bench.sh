@@ -626,9 +626,12 @@ bench_e2e() {
     echo "### round $((r + 1)): $((end - start)) ms as a process"
     echo
     echo '```'
-    python3 - "$OUT/timeline-$r.json" "$OUT/e2e-$r.json" <<'PY'
-import json, sys
+    HACK_DIR=$ROOT/hack python3 - "$OUT/timeline-$r.json" "$OUT/e2e-$r.json" <<'PY'
+import json, os, sys
 from collections import defaultdict
+
+sys.path.insert(0, os.environ["HACK_DIR"])
+from timeline_split import intervals, split, sweep
 
 tl = json.load(open(sys.argv[1]))["events"]
 res = json.load(open(sys.argv[2]))
@@ -637,42 +640,16 @@ print(f"total {res['seconds']:.2f}s in the harness; before the first task (load,
 for r in res["runs"]:
     print(f"{r['phase']}: {r['seconds']:.2f}s, {r['requests']} requests, simulator {r['simulatorRequests']} requests / {r['simulatorReports']} status writes")
 
-def sweep(intervals, lo, hi):
-    """intervals: list of (start, end, kind) with kind priority order in PRIO. Returns seconds per kind."""
-    PRIO = ["request", "co-wait"]
-    pts = sorted({lo, hi} | {max(lo, min(hi, x)) for s, e, _ in intervals for x in (s, e)})
-    out = defaultdict(float)
-    for a, b in zip(pts, pts[1:]):
-        m = (a + b) / 2
-        kinds = {k for s, e, k in intervals if s <= m < e}
-        k = next((p for p in PRIO if p in kinds), "idle")
-        out[k] += b - a
-    return out
-
 for phase in ("install", "upgrade"):
-    ev = [e for e in tl if e["phase"] == phase]
-    if not ev:
+    got = split(tl, phase)
+    if got is None:
         continue
-    iv = []
-    waits = {}
-    reqlat = []
-    for e in ev:
-        if e["action"] in ("apply", "delete") and e.get("start") is not None:
-            iv.append((e["start"], e["t"], "request"))
-            reqlat.append(e["t"] - e["start"])
-        elif e["action"] == "wait-start":
-            waits[e["name"]] = e["t"]
-        elif e["action"] == "wait-done":
-            n = e.get("name")
-            s = waits.pop(n, None)
-            if s is not None:
-                iv.append((s, e["t"], "co-wait"))
-    lo = min(min(e.get("start") or e["t"], e["t"]) for e in ev)
-    hi = max(e["t"] for e in ev)
-    br = sweep(iv, lo, hi)
+    ev = [e for e in tl if e["phase"] == phase]
+    lo, hi, br = got
     print(f"{phase}: span {hi-lo:.2f}s (first task start {lo:.2f}s, last event {hi:.2f}s); "
           + ", ".join(f"{k} {v:.2f}s" for k, v in sorted(br.items())))
-    reqlat.sort()
+    reqlat = sorted(e["t"] - e["start"] for e in ev
+                    if e["action"] in ("apply", "delete") and e.get("start") is not None)
     if reqlat:
         print(f"  tasks with a write: {len(reqlat)}, task time median {reqlat[len(reqlat)//2]*1000:.1f} ms, p90 {reqlat[int(len(reqlat)*.9)]*1000:.1f} ms, max {reqlat[-1]*1000:.0f} ms")
     # per run-level
@@ -684,13 +661,7 @@ for phase in ("install", "upgrade"):
     for rl, es in sorted(byrl.items(), key=lambda x: min((e.get("start") or e["t"]) for e in x[1])):
         a = min((e.get("start") or e["t"]) for e in es)
         b = max(e["t"] for e in es)
-        wiv = []
-        ws = {}
-        for e in es:
-            if e["action"] == "wait-start": ws[e["name"]] = e["t"]
-            if e["action"] == "wait-done" and e["name"] in ws: wiv.append((ws[e["name"]], e["t"], "co-wait"))
-            if e["action"] in ("apply", "delete") and e.get("start") is not None: wiv.append((e["start"], e["t"], "request"))
-        br = sweep(wiv, a, b)
+        br = sweep(intervals(es), a, b)
         rows.append((rl, a, b, br, sum(1 for e in es if e["action"] in ("apply","delete")), sum(1 for e in es if e["action"]=="wait-done")))
     if phase == "upgrade" or len(sys.argv) > 3:
         for rl, a, b, br, n, w in rows:
@@ -837,36 +808,23 @@ bench_floor() {
         cpu1=$(plane_cpu)
         record "$c-e2e" "$t" ms $((end - start))
         record "$c-e2e" "$t" plane_cpu_s "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
-        python3 - "$OUT/e2e-$c-$t-$r.json" "$c" "$t" "$OUT/timeline-$c-$t-$r.json" >>"$RAW" <<'PY'
-import json, sys
+        HACK_DIR=$ROOT/hack python3 - "$OUT/e2e-$c-$t-$r.json" "$c" "$t" "$OUT/timeline-$c-$t-$r.json" >>"$RAW" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.environ["HACK_DIR"])
+from timeline_split import split
 res = json.load(open(sys.argv[1]))
 c, t = sys.argv[2], sys.argv[3]
 tl = json.load(open(sys.argv[4]))["events"]
 first = min((e.get("start") or e["t"]) for e in tl) if tl else 0.0
 print(f"{c}-e2e {t} before_first_task_ms {first * 1000:.0f}")
-# The time of a phase when only ClusterOperator waits were open (no write in flight): the
-# operators' own time (pods starting, leases, status writes), which the floor does not have.
-def union(iv):
-    out = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return sum(b - a for a, b in out)
-def waits_only(phase):
-    ev = [e for e in tl if e["phase"] == phase]
-    writes = [(e["start"], e["t"]) for e in ev
-              if e["action"] in ("apply", "delete") and e.get("start") is not None]
-    opened = {e.get("task"): e["t"] for e in ev if e["action"] == "wait-start"}
-    waits = [(opened[e["task"]], e["t"]) for e in ev
-             if e["action"] == "wait-done" and e.get("task") in opened]
-    return union(writes + waits) - union(writes)
 for r in res["runs"]:
     print(f"{c}-{r['phase']} {t} ms {r['seconds'] * 1000:.0f}")
     print(f"{c}-{r['phase']} {t} requests {r['requests']}")
     print(f"{c}-{r['phase']} {t} created {r['counts']['created']}")
-    w = waits_only(r["phase"])
+    # Only ClusterOperator waits open, no write in flight: the operators' own time (pods
+    # starting, leases, status writes), which the floor does not have.
+    got = split(tl, r["phase"])
+    w = got[2]["co-wait"] if got else 0.0
     print(f"{c}-{r['phase']} {t} waits_only_ms {w * 1000:.0f}")
     print(f"{c}-{r['phase']} {t} own_ms {(r['seconds'] - w) * 1000:.0f}")
 PY
