@@ -26,12 +26,17 @@
 //!   nodes it follows are done (the run-level barriers), N at a time, each node's tasks in
 //!   order; a ClusterOperator is read and its metadata merged, a delete is a GET and a DELETE.
 //!
+//! In both phases a ClusterOperator's task is followed by the write that ends its wait in a
+//! run: its status as the simulated operator reports it (`status.versions` of the manifest,
+//! Available), one merge PATCH of `/status`, written at once (the operator's own time —
+//! pods starting, leases — is the simulator's, not part of the floor).
+//!
 //! Prints one line of `key=value` fields per phase (`phase=install ms=… requests=… objects=…
 //! failed=… cpu_s=…`); failed counts the writes the server refused (named on stderr), cpu_s
 //! the user + system CPU seconds of the `--cpu-pid` processes (kube-apiserver and etcd)
 //! during the phase. A benchmark tool, not a test.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +52,8 @@ use minicvo::cluster::discovery::Discovery;
 use minicvo::cluster::list_watch::{CollectionEvent, list_watch};
 use minicvo::cluster::request::{self, RequestError};
 use minicvo::merge::{ClusterConfig, Outcome};
+use minicvo::simulate::Report;
+use minicvo::simulate::status::status_for;
 use minicvo::stub_crds::StandIns;
 use minicvo::{Action, LoadOptions, Mode, Plan, Task};
 use serde_json::Value;
@@ -62,6 +69,8 @@ struct Writer<'a> {
     discovery: Discovery,
     config: ClusterConfig,
     failed: Failures,
+    /// The status each ClusterOperator task's operator reports, by task id.
+    reports: HashMap<usize, Value>,
 }
 
 impl Writer<'_> {
@@ -153,12 +162,28 @@ impl Writer<'_> {
         };
         match write.map(|w| w.map_err(|e| e.to_string())) {
             None => {}
-            Some(Err(e)) => self.fail(task, e),
+            Some(Err(e)) => return self.fail(task, e),
             Some(Ok(w)) => {
                 if let Err(e) = request::send(self.client, w, TIMEOUT).await {
-                    self.fail(task, e);
+                    return self.fail(task, e);
                 }
             }
+        }
+        if let Some(status) = self.reports.get(&task.id) {
+            self.report(task, &url, status).await;
+        }
+    }
+
+    /// The operator's report that ends a ClusterOperator wait: a merge PATCH of its status.
+    async fn report(&self, task: &Task, url: &str, status: &Value) {
+        let body = serde_json::to_vec(&serde_json::json!({ "status": status }))
+            .expect("a status serializes");
+        let patch = http::Request::patch(format!("{url}/status"))
+            .header("content-type", "application/merge-patch+json")
+            .body(body)
+            .expect("a PATCH builds");
+        if let Err(e) = request::send(self.client, patch, TIMEOUT).await {
+            self.fail(task, format!("status: {e}"));
         }
     }
 }
@@ -236,11 +261,22 @@ async fn writer<'a>(client: &'a Client, plan: &Plan, failed: &Failures) -> Write
         .expect("the cluster config");
     // Read once: the floor does not re-read it before each object.
     config.follow = false;
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let reports = minicvo::simulate::operators(plan)
+        .iter()
+        .filter_map(|op| {
+            let status = status_for(op, &Report::Normal, true, &now)?;
+            Some((op.task, status))
+        })
+        .collect();
     Writer {
         client,
         discovery,
         config,
         failed: failed.clone(),
+        reports,
     }
 }
 

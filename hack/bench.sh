@@ -23,7 +23,9 @@
 #                          operators' own time, which the floor lacks); with
 #                          BEFORE=<git ref> that commit's minicvo runs beside, order alternating
 #                          (BEFORE_BIN=<path>: a minicvo already built; FLOOR_PROFILE=debug:
-#                          debug builds instead of release)
+#                          debug builds instead of release; FLOOR_BUILD_DIR=<dir>: minicvo,
+#                          examples/floor and examples/loadbench already built there, e.g.
+#                          the static release build of the kind preparation)
 #   hack/bench.sh operator `minicvo operator` on openshift-multi on a fresh test control plane:
 #                          install, ROUNDS reconcile passes against ROUNDS one-shot
 #                          `minicvo apply --mode reconciling` runs, idle memory, and the time
@@ -761,17 +763,26 @@ bench_operator() {
 # for none) a synthetic payload of N objects (its install; its upgrade to itself has nothing
 # to write).
 bench_floor() {
-  local profile=${FLOOR_PROFILE:-release} dir=release
-  say "building minicvo, the floor tool and loadbench ($profile)"
-  if [[ $profile == release ]]; then
-    cargo build --release --bin minicvo --example floor --example loadbench >&2
+  local profile=${FLOOR_PROFILE:-release} dir=$ROOT/target/release
+  if [[ -n ${FLOOR_BUILD_DIR:-} ]]; then
+    dir=$FLOOR_BUILD_DIR
+    profile="prebuilt ($dir)"
+    local f
+    for f in minicvo examples/floor examples/loadbench; do
+      [[ -x $dir/$f ]] || die "FLOOR_BUILD_DIR: no $dir/$f"
+    done
   else
-    dir=debug
-    cargo build --bin minicvo --example floor --example loadbench >&2
+    say "building minicvo, the floor tool and loadbench ($profile)"
+    if [[ $profile == release ]]; then
+      cargo build --release --bin minicvo --example floor --example loadbench >&2
+    else
+      dir=$ROOT/target/debug
+      cargo build --bin minicvo --example floor --example loadbench >&2
+    fi
   fi
-  FLOOR=$ROOT/target/$dir/examples/floor
+  FLOOR=$dir/examples/floor
   local -a tools=(after)
-  declare -A bins=([after]=$ROOT/target/$dir/minicvo)
+  declare -A bins=([after]=$dir/minicvo)
   if [[ -n ${BEFORE_BIN:-} ]]; then
     bins[before]=$BEFORE_BIN
     tools=(before after)
@@ -785,7 +796,7 @@ bench_floor() {
   local synth=${FLOOR_SYNTH-10000}
   if [[ -n $synth ]]; then
     say "generating a synthetic payload of $synth objects"
-    "$ROOT/target/$dir/examples/loadbench" gen "$synth" "$WORK/synth-$synth" >&2
+    "$dir/examples/loadbench" gen "$synth" "$WORK/synth-$synth" >&2
     cases+=("synth:$WORK/synth-$synth:4.99.0-synthetic:")
   fi
   start_plane
@@ -845,7 +856,7 @@ PY
   echo
   machine
   echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean${E2E_ARGS:+ $E2E_ARGS}\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
-  echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state, every object written as the cvo strategy writes it (GET, then POST, PUT or nothing after the CVO's merge) with nothing waiting but the server: the install's namespaces and CRDs at once, the CRDs Established, then each node's objects in order; the upgrade's graph with its edges (run-level barriers); the run's parallelism"
+  echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state, every object written as the cvo strategy writes it (GET, then POST, PUT or nothing after the CVO's merge) with nothing waiting but the server: the install's namespaces and CRDs at once, the CRDs Established, then each node's objects in order; the upgrade's graph with its edges (run-level barriers); after each ClusterOperator's task, the status its simulated operator reports (one PATCH: the write that ends the wait, without the operator's own time); the run's parallelism"
   echo "- CPU: kube-apiserver + etcd user + system seconds during the e2e run (install, upgrade and what lies between) and during each floor phase"
   echo
   printf '| |'; for t in "${tools[@]}"; do printf ' %s |' "$t"; done; printf ' floor |'; echo

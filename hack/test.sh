@@ -20,6 +20,12 @@
 # MINICVO_TEST_NODE_KUBECONFIG, TESTPLANE_NODE_DIR, TESTPLANE_REGISTRY and
 # TESTPLANE_STANDIN_IMAGE. Its stop checks that no process, mount, bridge or network namespace
 # is left behind; a leftover fails the run.
+#
+# A third plane, without a node, is the second plane of the fixed-names pool: the tests that
+# install payloads with fixed object names run one at a time per plane, so two of them run at
+# once (tests/it/support/locks.rs). Its tests see MINICVO_TEST_SECOND_KUBECONFIG; it is started
+# when there are no ARGS or when TESTPLANE_SECOND=1 (TESTPLANE_SECOND=0 never starts it).
+# After the tests, the run lists its 20 slowest tests and how long each lock was held.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -65,6 +71,9 @@ if [[ $KIND == 1 ]]; then
   # The kind tools, the node's root file system and the static minicvo, while the Rust tests
   # compile and run (niced: the tests come first).
   KIND_PREP_LOG=$(mktemp)
+# Every release of a test lock is logged here (tests/it/support/locks.rs).
+MINICVO_TEST_LOCK_LOG=$(mktemp)
+export MINICVO_TEST_LOCK_LOG
   (nice -n 10 bash hack/build-kind-image.sh --prepare &&
     nice -n 10 bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$KIND_PREP_LOG" 2>&1 &
   KIND_PREP_PID=$!
@@ -111,6 +120,7 @@ phase "compile of the tests" "$t"
 t=$SECONDS
 TESTPLANE_DIR=
 TESTPLANE_NODE_DIR=
+TESTPLANE_SECOND_DIR=
 SUMMARY=
 # Stops both planes (once); returns 1 when the plane with a node left something behind.
 stop_planes() {
@@ -124,6 +134,8 @@ stop_planes() {
     TESTPLANE_NODE_DIR=
     phase "stop of the plane with a node" "$t"
   fi
+  if [[ -n $TESTPLANE_SECOND_DIR ]]; then bash hack/testplane.sh stop "$TESTPLANE_SECOND_DIR" || true; fi
+  TESTPLANE_SECOND_DIR=
   if [[ -n $TESTPLANE_DIR ]]; then bash hack/testplane.sh stop "$TESTPLANE_DIR" || true; fi
   TESTPLANE_DIR=
   return "$ok"
@@ -147,6 +159,16 @@ env_lines=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
 eval "$env_lines"
 export TESTPLANE_DIR KUBECONFIG MINICVO_TEST_KUBECONFIG
 phase "start of the test plane" "$t"
+SECOND=${TESTPLANE_SECOND:-}
+if [[ -z $SECOND ]]; then SECOND=$( (($# == 0)) && echo 1 || echo 0); fi
+if [[ $SECOND == 1 ]]; then
+  t=$SECONDS
+  second_env=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
+  # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
+  TESTPLANE_SECOND_DIR=$(bash -c "$second_env"'; echo "$TESTPLANE_DIR"')
+  export MINICVO_TEST_SECOND_KUBECONFIG=$TESTPLANE_SECOND_DIR/kubeconfig
+  phase "start of the second plane" "$t"
+fi
 if [[ $NODES == 1 ]]; then
   t=$SECONDS
   node_env=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start --nodes 1)
@@ -161,6 +183,9 @@ fi
 t=$SECONDS
 rc=0
 LOG=$(mktemp)
+# Every release of a test lock is logged here (tests/it/support/locks.rs).
+MINICVO_TEST_LOCK_LOG=$(mktemp)
+export MINICVO_TEST_LOCK_LOG
 # cargo's own output goes through unchanged; its "test result" lines are summed at the end, so
 # the last line of the run counts every test of every binary (the doc-tests run last and have
 # none, which would otherwise be the closing line).
@@ -196,6 +221,14 @@ if [[ -n $SLOWEST ]]; then
   echo "test.sh: the 20 slowest tests (seconds):" >&2
   awk '{ printf "  %8.2f  %s\n", $1, substr($0, index($0, " ") + 1) }' <<<"$SLOWEST" >&2
 fi
+# How long each lock was held (the tests that hold one run one after the other on its plane).
+if [[ -s $MINICVO_TEST_LOCK_LOG ]]; then
+  echo "test.sh: test locks (one holder at a time per plane):" >&2
+  awk -F'\t' '{ k = $1 " on " $2; n[k]++; w[k] += $4; h[k] += $5 }
+    END { for (k in n) printf "  %-62s %3d tests, held %6.1f s, waited for %6.1f s\n", k, n[k], h[k], w[k] }' \
+    "$MINICVO_TEST_LOCK_LOG" | sort >&2
+fi
+rm -f "$MINICVO_TEST_LOCK_LOG"
 SUMMARY=$(awk '/^test result:/ {
     for (i = 1; i <= NF; i++) {
       if ($(i + 1) ~ /^passed/) p += $i

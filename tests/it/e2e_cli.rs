@@ -15,12 +15,12 @@ fn kubeconfig() -> String {
 
 #[tokio::test]
 async fn e2e_upgrade_writes_timeline_trace_and_junit_and_exits_1_on_the_buggy_order() {
-    let _lock = support::fixed_names_lock().await;
+    let plane = support::fixed_names_plane().await;
     let dir = tempfile::tempdir().unwrap();
     let file = |n: &str| dir.path().join(n).display().to_string();
     let (timeline, trace, junit) = (file("timeline.json"), file("trace.json"), file("junit.xml"));
-    let kc = kubeconfig();
-    let admin = support::openshift::shared_plane_crds().await;
+    let kc = plane.kubeconfig_arg();
+    let admin = plane.real_crds().await;
     let (old, new) = (
         support::openshift::sample("old").display().to_string(),
         support::openshift::sample("new-buggy")
@@ -190,12 +190,12 @@ fn unserved_payload(dir: &Path, group: &str) {
 #[tokio::test]
 async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
     // `e2e upgrade --clean` (other tests) deletes every stub CRD on the cluster.
-    let _lock = support::fixed_names_lock().await;
+    let plane = support::fixed_names_plane().await;
     let dir = tempfile::tempdir().unwrap();
     let group = format!("{}.example.com", support::unique_name("stubs"));
     unserved_payload(dir.path(), &group);
     let payload = dir.path().display().to_string();
-    let kc = kubeconfig();
+    let kc = plane.kubeconfig_arg();
 
     let args = [
         "apply",
@@ -248,7 +248,7 @@ async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
     assert!(run.stdout.contains("3 created"), "{}", run.stdout);
 
     // The stub is permissive, namespaced where the manifests are, with a status subresource.
-    let client = support::admin_client().await;
+    let client = plane.admin_client().await;
     let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         kube::Api::all(client.clone());
     let gizmos = crds.get(&format!("gizmos.{group}")).await.unwrap();
@@ -279,8 +279,8 @@ async fn apply_lists_every_unserved_kind_and_stubs_them_with_the_flag() {
 #[tokio::test]
 async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payload() {
     // It records ClusterVersion `version`, shared with the fixed-name tests.
-    let _lock = support::fixed_names_lock().await;
-    let client = support::openshift::shared_plane_crds().await;
+    let plane = support::fixed_names_plane().await;
+    let client = plane.real_crds().await;
     // A one-operator payload with unique names: namespace, Deployment, ClusterOperator.
     let dir = tempfile::tempdir().unwrap();
     let name = support::unique_name("simop");
@@ -311,7 +311,7 @@ async fn simulate_reports_a_clusteroperator_once_its_deployment_carries_the_payl
     )
     .unwrap();
     let payload = dir.path().display().to_string();
-    let kc = kubeconfig();
+    let kc = plane.kubeconfig_arg();
     // The simulator runs in the background; apply waits until it reports 2.0.0.
     let mut sim = cli_support::command(&[
         "simulate",

@@ -11,8 +11,8 @@
 //! `Recreate`.
 //!
 //! The shape payloads use names unique to each test (namespace, ClusterOperator, ClusterRoles),
-//! so those tests run in parallel; the bundled samples use fixed names and hold
-//! [`support::fixed_names_lock`].
+//! so those tests run in parallel; the bundled samples use fixed names and run on a plane of
+//! the fixed-names pool ([`support::fixed_names_plane`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,11 +54,27 @@ fn options(from: &Path, to: &Path) -> UpgradeOptions {
 /// Runs the e2e upgrade on the shared plane (real ClusterOperator CRD) and returns its report.
 async fn run(options: &UpgradeOptions) -> UpgradeReport {
     let admin = support::openshift::shared_plane_crds().await;
-    let report = e2e::upgrade(&clients().await, options, None, CancellationToken::new())
+    run_with(&admin, &clients().await, options).await
+}
+
+/// Runs the e2e upgrade of a payload with fixed names on a plane of the fixed-names pool,
+/// held for the run.
+async fn run_fixed_names(options: &UpgradeOptions) -> UpgradeReport {
+    let plane = support::fixed_names_plane().await;
+    let admin = plane.real_crds().await;
+    run_with(&admin, &plane.e2e_clients().await, options).await
+}
+
+async fn run_with(
+    admin: &kube::Client,
+    clients: &Clients,
+    options: &UpgradeOptions,
+) -> UpgradeReport {
+    let report = e2e::upgrade(clients, options, None, CancellationToken::new())
         .await
         .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
     eprintln!("{}", report.text());
-    support::openshift::assert_real_crds(&admin, "Default").await;
+    support::openshift::assert_real_crds(admin, "Default").await;
     report
 }
 
@@ -417,7 +433,7 @@ const MCO_BINDING: &str = "default-account-openshift-machine-config-operator";
 const MCO_WORKLOAD: &str = "Deployment openshift-machine-config-operator/machine-config-operator";
 
 /// The bundled sample `payload/NAME` (without its stand-in CRDs), with fixed names: the caller
-/// holds [`support::fixed_names_lock`].
+/// runs it on a plane of the fixed-names pool.
 fn sample(name: &str) -> PathBuf {
     support::openshift::sample(name)
 }
@@ -434,8 +450,7 @@ fn mco_lease_gap(report: &UpgradeReport) -> f64 {
 
 #[tokio::test]
 async fn bundled_buggy_payload_harms_the_machine_config_operator_and_leaves_a_lease_gap() {
-    let _lock = support::fixed_names_lock().await;
-    let report = run(&options(&sample("old"), &sample("new-buggy"))).await;
+    let report = run_fixed_names(&options(&sample("old"), &sample("new-buggy"))).await;
     assert!(!live_pods_check(&report).passed(), "{}", report.text());
     let found = harms(&report);
     let account = format!("{MCO_NS}/default");
@@ -463,8 +478,7 @@ async fn bundled_buggy_payload_harms_the_machine_config_operator_and_leaves_a_le
 
 #[tokio::test]
 async fn bundled_fixed_payload_harms_nobody_and_leaves_no_lease_gap() {
-    let _lock = support::fixed_names_lock().await;
-    let report = run(&options(&sample("old"), &sample("new"))).await;
+    let report = run_fixed_names(&options(&sample("old"), &sample("new"))).await;
     assert!(report.completed(), "{}", report.text());
     assert_no_harm(&report);
     assert!(

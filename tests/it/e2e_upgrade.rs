@@ -3,17 +3,15 @@
 //! at the operator's run-level, and a complete install of the multi-operator corpus.
 //!
 //! These payloads use fixed object names (cluster-scoped CRDs, namespaces, ClusterOperators),
-//! so every test holds [`support::fixed_names_lock`] and starts (and ends) by deleting both
-//! payloads' objects.
+//! so every test runs on a plane of the fixed-names pool ([`support::fixed_names_plane`]),
+//! which it holds alone, and starts (and ends) by deleting both payloads' objects.
 
 use crate::support::{self, corpus};
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use minicvo::e2e::{
-    self, Clients, Phase, TimelineAction, TimelineEvent, UpgradeOptions, UpgradeReport,
-};
+use minicvo::e2e::{self, Phase, TimelineAction, TimelineEvent, UpgradeOptions, UpgradeReport};
 use tokio_util::sync::CancellationToken;
 
 const BINDING: &str = "default-account-openshift-machine-config-operator";
@@ -23,10 +21,6 @@ const OPERATOR_NS: &str = "openshift-machine-config-operator";
 /// shared plane serves the real ones, and `--clean` would delete a payload's CRDs.
 fn sample(name: &str) -> PathBuf {
     support::openshift::sample(name)
-}
-
-async fn clients() -> Clients {
-    support::apply::e2e_clients().await
 }
 
 fn options(from: PathBuf, to: PathBuf) -> UpgradeOptions {
@@ -52,11 +46,16 @@ fn corpus_options(from: &str, to: &str) -> UpgradeOptions {
 }
 
 async fn run(options: UpgradeOptions) -> UpgradeReport {
-    let _lock = support::fixed_names_lock().await;
-    let admin = support::openshift::shared_plane_crds().await;
-    let report = e2e::upgrade(&clients().await, &options, None, CancellationToken::new())
-        .await
-        .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
+    let plane = support::fixed_names_plane().await;
+    let admin = plane.real_crds().await;
+    let report = e2e::upgrade(
+        &plane.e2e_clients().await,
+        &options,
+        None,
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
     eprintln!("{}", report.text());
     support::openshift::assert_real_crds(&admin, "Default").await;
     report

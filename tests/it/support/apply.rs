@@ -27,9 +27,14 @@ pub async fn connection(context: Option<&str>) -> Connection {
             support::KUBECONFIG_ENV
         )
     });
-    apply::connect(Some(Path::new(&path)), context)
+    connection_at(Path::new(&path), context).await
+}
+
+/// A connection (with request counting) for the plane of the kubeconfig at `path`.
+pub async fn connection_at(path: &Path, context: Option<&str>) -> Connection {
+    apply::connect(Some(path), context)
         .await
-        .expect("connect to the test plane")
+        .unwrap_or_else(|e| panic!("connect to the plane of {}: {e}", path.display()))
 }
 
 /// The e2e harness's two counted connections to the test plane (minicvo's writes, the

@@ -33,6 +33,7 @@ pub mod cli;
 pub mod fault;
 pub mod harm;
 pub mod image;
+pub mod locks;
 pub mod node;
 pub mod objects;
 pub mod openshift;
@@ -121,9 +122,17 @@ async fn client_for(context: Option<&str>) -> Client {
              hint: run them through `hack/test.sh`, or `eval \"$(hack/testplane.sh start)\"` first"
         );
     };
-    let shown = path.to_string_lossy().into_owned();
-    let kubeconfig = Kubeconfig::read_from(&path)
-        .unwrap_or_else(|e| panic!("cannot read kubeconfig {shown} (from {KUBECONFIG_ENV}): {e}"));
+    client_at(std::path::Path::new(&path), context).await
+}
+
+/// A client for `context` (`None`: the current one) of the kubeconfig at `path`.
+///
+/// # Panics
+/// If the kubeconfig cannot be read or has no such context.
+pub async fn client_at(path: &std::path::Path, context: Option<&str>) -> Client {
+    let shown = path.display().to_string();
+    let kubeconfig = Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("cannot read kubeconfig {shown}: {e}"));
     let options = KubeConfigOptions {
         context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
@@ -273,67 +282,4 @@ pub fn api_error_code<T>(result: &Result<T, kube::Error>) -> Option<u16> {
     }
 }
 
-/// Serializes the tests that install payloads with fixed object names (the bundled samples
-/// in `payload/` and the corpora in `../shared/payloads`: cluster-scoped CRDs, namespaces,
-/// ClusterOperators): hold the returned guard for the whole test. It is an exclusive lock on
-/// a file in the temp dir named after the test plane's kubeconfig, so it holds across test
-/// binaries and processes (e.g. nextest) and does not serialize tests on other planes.
-///
-/// # Panics
-/// If the lock file cannot be opened or locked.
-pub async fn fixed_names_lock() -> std::fs::File {
-    file_lock("minicvo-fixed-names", std::env::var_os(KUBECONFIG_ENV)).await
-}
-
-/// A wait for a lock this long is reported on the test run's own stderr (not captured).
-const LOCK_WAIT_REPORTED: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// An exclusive lock on the temp dir's file `PREFIX-HASH.lock`, HASH of `key` (a plane's
-/// kubeconfig): held until the returned file is dropped. The holder writes its test's name
-/// into the file; a test that waited [`LOCK_WAIT_REPORTED`] or more says on stderr how long,
-/// and for which holder, so that a slow suite shows where its threads stood idle.
-///
-/// # Panics
-/// If the lock file cannot be opened or locked.
-pub async fn file_lock(prefix: &str, key: impl std::hash::Hash) -> std::fs::File {
-    use std::hash::Hasher;
-    use std::io::{Read, Seek, Write};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    let path = std::env::temp_dir().join(format!("{prefix}-{:016x}.lock", h.finish()));
-    let me = std::thread::current().name().unwrap_or("?").to_string();
-    let prefix = prefix.to_string();
-    tokio::task::spawn_blocking(move || {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("cannot open lock file {}: {e}", path.display()));
-        let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
-        let start = std::time::Instant::now();
-        file.lock()
-            .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
-        let waited = start.elapsed();
-        if waited >= LOCK_WAIT_REPORTED {
-            let line = format!(
-                "lock {prefix}: {me} waited {:.1} s (held when it asked by {})\n",
-                waited.as_secs_f64(),
-                if holder.is_empty() {
-                    "?"
-                } else {
-                    holder.trim()
-                }
-            );
-            let _ = std::io::stderr().write_all(line.as_bytes());
-        }
-        let _ = file.set_len(0);
-        let _ = file.rewind();
-        let _ = file.write_all(me.as_bytes());
-        file
-    })
-    .await
-    .expect("lock task")
-}
+pub use locks::{LockGuard, file_lock, fixed_names_lock, fixed_names_plane};

@@ -104,8 +104,8 @@ pub async fn apply(payload: &Path, extra: &[&str], limit: Duration) -> (i32, Str
 /// Serializes the node tests that use fixed names (the machine-config sample's namespace,
 /// ClusterOperator and cluster-scoped RBAC): an exclusive lock on a file named after the node
 /// plane's kubeconfig.
-pub async fn fixed_names_lock() -> std::fs::File {
-    super::file_lock("minicvo-node-names", kubeconfig()).await
+pub async fn fixed_names_lock() -> super::LockGuard {
+    super::file_lock("minicvo-node-names", kubeconfig().as_os_str()).await
 }
 
 /// A namespace on the node plane, deleted (with its pods) when dropped.

@@ -107,12 +107,26 @@ pub async fn install_both(client: &Client, variant: &str) {
 /// once per test process; every test touching those kinds calls it first. Returns an admin
 /// client of the shared plane.
 pub async fn shared_plane_crds() -> Client {
-    static ONCE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let client = super::admin_client().await;
-    ONCE.get_or_init(|| async {
+    let path = std::env::var_os(super::KUBECONFIG_ENV).unwrap_or_else(|| {
+        panic!(
+            "{} is not set: cluster tests need the test control plane",
+            super::KUBECONFIG_ENV
+        )
+    });
+    plane_crds(Path::new(&path)).await
+}
+
+/// [`shared_plane_crds`] for the plane of the kubeconfig at `kubeconfig` (a plane of the
+/// fixed-names pool): installed once per plane and test process.
+pub async fn plane_crds(kubeconfig: &Path) -> Client {
+    static DONE: tokio::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+        tokio::sync::Mutex::const_new(std::collections::BTreeSet::new());
+    let client = super::client_at(kubeconfig, None).await;
+    let mut done = DONE.lock().await;
+    if !done.contains(kubeconfig) {
         install_both(&client, "Default").await;
-    })
-    .await;
+        done.insert(kubeconfig.to_path_buf());
+    }
     client
 }
 
