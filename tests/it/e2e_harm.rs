@@ -20,7 +20,6 @@ use std::time::Duration;
 use minicvo::e2e::{
     self, Clients, Harm, Phase, TimelineAction, TimelineEvent, UpgradeOptions, UpgradeReport,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::support::harm::{self, Fixture, Shape};
 use crate::support::{self, NamespaceGuard};
@@ -70,9 +69,7 @@ async fn run_with(
     clients: &Clients,
     options: &UpgradeOptions,
 ) -> UpgradeReport {
-    let report = e2e::upgrade(clients, options, None, CancellationToken::new())
-        .await
-        .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
+    let report = support::apply::e2e_upgrade(clients, options).await;
     eprintln!("{}", report.text());
     support::openshift::assert_real_crds(admin, "Default").await;
     report

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use minicvo::e2e::{self, Phase, TimelineAction, TimelineEvent, UpgradeOptions, UpgradeReport};
-use tokio_util::sync::CancellationToken;
 
 const BINDING: &str = "default-account-openshift-machine-config-operator";
 const OPERATOR_NS: &str = "openshift-machine-config-operator";
@@ -48,14 +47,7 @@ fn corpus_options(from: &str, to: &str) -> UpgradeOptions {
 async fn run(options: UpgradeOptions) -> UpgradeReport {
     let plane = support::fixed_names_plane().await;
     let admin = plane.real_crds().await;
-    let report = e2e::upgrade(
-        &plane.e2e_clients().await,
-        &options,
-        None,
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
+    let report = support::apply::e2e_upgrade(&plane.e2e_clients().await, &options).await;
     eprintln!("{}", report.text());
     support::openshift::assert_real_crds(&admin, "Default").await;
     report

@@ -16,7 +16,7 @@
 //! After the fix (`payload/new`), no request of any pod is denied.
 //!
 //! This is also the "lease lost" row of the harm differential (`node_harm_differential`): the
-//! same payload copies are upgraded with simulated pods on the shared plane, and both verdicts
+//! same payload copies are upgraded with simulated pods on a plane without a node, and both verdicts
 //! must agree — the same ServiceAccounts harmed (or none), and a leaderless time of the
 //! operator's lease in both or in neither.
 
@@ -29,8 +29,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::watcher;
-use minicvo::e2e::{self, TimelineAction, UpgradeOptions};
-use tokio_util::sync::CancellationToken;
+use minicvo::e2e::{TimelineAction, UpgradeOptions};
 
 use crate::support::{self, node};
 
@@ -130,7 +129,7 @@ struct Story {
     lease_gaps: Vec<serde_json::Value>,
     /// The ServiceAccounts the harness saw harmed (the timeline's `harm` events).
     harmed: BTreeSet<String>,
-    /// The same upgrade of the same payload copies with simulated pods on the shared plane:
+    /// The same upgrade of the same payload copies with simulated pods on a plane without a node:
     /// the harmed ServiceAccounts, and whether the operator's lease had a leaderless time.
     simulated: (BTreeSet<String>, bool),
 }
@@ -197,11 +196,11 @@ async fn story(scenario: &str) -> Story {
     }
 }
 
-/// The upgrade `old` → `new` (the script's copies) with simulated pods on the shared plane:
-/// the harmed ServiceAccounts, and whether the operator's lease had a leaderless time.
+/// The upgrade `old` → `new` (the script's copies) with simulated pods on a plane of the
+/// fixed-names pool: the harmed ServiceAccounts, and whether the operator's lease had a leaderless time.
 async fn simulated(old: &Path, new: &Path) -> (BTreeSet<String>, bool) {
-    let _lock = support::fixed_names_lock().await;
-    let admin = support::openshift::shared_plane_crds().await;
+    let plane = support::fixed_names_plane().await;
+    let admin = plane.real_crds().await;
     let mut o = UpgradeOptions {
         from: old.to_path_buf(),
         to: new.to_path_buf(),
@@ -210,14 +209,7 @@ async fn simulated(old: &Path, new: &Path) -> (BTreeSet<String>, bool) {
         ..UpgradeOptions::default()
     };
     o.apply.runner.wait_timeout = Duration::from_secs(20);
-    let report = e2e::upgrade(
-        &support::apply::e2e_clients().await,
-        &o,
-        None,
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("simulated e2e could not run: {e}"));
+    let report = support::apply::e2e_upgrade(&plane.e2e_clients().await, &o).await;
     support::openshift::assert_real_crds(&admin, "Default").await;
     eprintln!("simulated pods:\n{}", report.text());
     let harmed = report

@@ -266,3 +266,38 @@ pub async fn run_watched(
         .await
         .expect("apply runs")
 }
+
+/// Runs of the e2e harness that take longer than this say so on the test run's own stderr.
+pub const SLOW_E2E: Duration = Duration::from_secs(30);
+
+/// `minicvo::e2e::upgrade` with `clients` and `options`; a run that took [`SLOW_E2E`] or
+/// more writes its report, and how its time splits between the install and upgrade runs and
+/// the rest (loading, `--clean` before and after), to the test run's stderr, uncaptured, so a
+/// stall shows in a passing run.
+///
+/// # Panics
+/// If the harness cannot run.
+pub async fn e2e_upgrade(
+    clients: &minicvo::e2e::Clients,
+    options: &minicvo::e2e::UpgradeOptions,
+) -> minicvo::e2e::UpgradeReport {
+    use std::io::Write;
+    let started = std::time::Instant::now();
+    let report = minicvo::e2e::upgrade(clients, options, None, CancellationToken::new())
+        .await
+        .unwrap_or_else(|e| panic!("e2e could not run: {e}"));
+    let took = started.elapsed();
+    if took >= SLOW_E2E {
+        let runs: f64 = report.runs.iter().map(|r| r.report.seconds).sum();
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let text = format!(
+            "slow e2e: {test}: {:.1} s, of which the install and upgrade runs {runs:.1} s and \
+             the rest (loading, --clean before and after) {:.1} s; its report:\n{}\n",
+            took.as_secs_f64(),
+            took.as_secs_f64() - runs,
+            report.text()
+        );
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+    report
+}
