@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::support_op::{
     LEASE, Operator, RETRY, condition, fresh_cluster, history_is, patch_cv, payloads, simulator,
-    wait_cv,
+    simulator_scripted, wait_cv,
 };
 use super::{INSTALL_LIMIT, desired_update};
 use crate::support;
@@ -100,8 +100,10 @@ async fn two_replicas_elect_one_leader_which_a_standby_replaces_after_sigkill_an
     let leader = wait_leader(&[&ops[0], &ops[1]], Duration::from_secs(10)).await;
     let standby = 1 - leader;
 
-    // SIGKILL of the leader in the middle of the update.
-    let sim = simulator("new").await;
+    // SIGKILL of the leader in the middle of the update: machine-config does not report
+    // until the standby has taken over, so the update is in progress when the leader dies
+    // (however fast the rest of it goes).
+    let holding = simulator_scripted("new", &["machine-config=never"], Duration::ZERO).await;
     patch_cv(&desired_update("4.14.0"));
     wait_cv(
         &client,
@@ -136,6 +138,8 @@ async fn two_replicas_elect_one_leader_which_a_standby_replaces_after_sigkill_an
         took_over.as_secs_f64()
     );
     assert!(took_over <= LEASE + RETRY * 2, "{took_over:?}");
+    holding.stop().await;
+    let sim = simulator("new").await;
     let cv = wait_cv(&client, "4.14.0 Completed", INSTALL_LIMIT, |cv| {
         history_is(cv, 0, "4.14.0", "Completed")
     })

@@ -250,13 +250,23 @@ pub async fn simulator(sample: &str) -> Simulator {
 
 /// [`simulator`] whose operators report `delay` after their Deployments carry the template.
 pub async fn simulator_delayed(sample: &str, delay: Duration) -> Simulator {
+    simulator_scripted(sample, &[], delay).await
+}
+
+/// [`simulator_delayed`] with simulator scripts (`--simulate` specs, e.g.
+/// `machine-config=never`).
+pub async fn simulator_scripted(sample: &str, specs: &[&str], delay: Duration) -> Simulator {
+    let specs: Vec<minicvo::simulate::Spec> = specs
+        .iter()
+        .map(|s| s.parse().unwrap_or_else(|e| panic!("spec {s}: {e}")))
+        .collect();
     let plan = apply_util::plan(&support::openshift::sample(sample), minicvo::Mode::Updating);
     let client = support::admin_client().await;
     Simulator::start(
         client,
         minicvo::simulate::operators(&plan),
         SimulatorOptions {
-            scripts: Scripts::all(&[], delay),
+            scripts: Scripts::all(&specs, delay),
             wait_available: false,
             pods: None,
         },

@@ -298,6 +298,28 @@ pub async fn e2e_upgrade(
             report.text()
         );
         let _ = std::io::stderr().write_all(text.as_bytes());
+        // A CRD that `--clean` waited for in vain: what the server says of its deletion.
+        for w in &report.warnings {
+            let Some((_, left)) = w.split_once("still present after ") else {
+                continue;
+            };
+            let crds: kube::Api<
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+            > = kube::Api::all(clients.apply.client.clone());
+            for name in left.split([',', ' ', ':']).filter(|n| n.contains('.')) {
+                let Ok(Some(crd)) = crds.get_opt(name).await else {
+                    continue;
+                };
+                let line = format!(
+                    "slow e2e: CRD {name} now: deletionTimestamp {:?}, finalizers {:?}, \
+                     conditions {}\n",
+                    crd.metadata.deletion_timestamp,
+                    crd.metadata.finalizers,
+                    serde_json::to_string(&crd.status.map(|s| s.conditions)).unwrap_or_default()
+                );
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
+        }
     }
     report
 }

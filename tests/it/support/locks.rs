@@ -10,8 +10,8 @@
 //!
 //! - [`fixed_names_lock`]: the shared plane's lock, for tests that reach the shared plane
 //!   through `support::admin_client` and the other helpers of `$MINICVO_TEST_KUBECONFIG`.
-//! - [`fixed_names_plane`]: the first free plane of the pool — the shared plane and, when
-//!   `hack/test.sh` started it, the second plane of `$MINICVO_TEST_SECOND_KUBECONFIG` — with
+//! - [`fixed_names_plane`]: the first free plane of the pool — the second plane of
+//!   `$MINICVO_TEST_SECOND_KUBECONFIG` when `hack/test.sh` started it, then the shared plane — with
 //!   its kubeconfig and clients ([`FixedPlane`]); the test must use those and nothing of
 //!   `$MINICVO_TEST_KUBECONFIG`.
 //!
@@ -231,8 +231,9 @@ impl FixedPlane {
     }
 }
 
-/// The first free plane of the fixed-names pool (the shared plane, and the second plane when
-/// `$MINICVO_TEST_SECOND_KUBECONFIG` names one), locked for the whole test.
+/// The first free plane of the fixed-names pool (the second plane when
+/// `$MINICVO_TEST_SECOND_KUBECONFIG` names one, then the shared plane), locked for the whole
+/// test.
 ///
 /// # Panics
 /// If `$MINICVO_TEST_KUBECONFIG` is unset, or a lock file cannot be opened or locked.
@@ -243,8 +244,13 @@ pub async fn fixed_names_plane() -> FixedPlane {
         "{KUBECONFIG_ENV} is not set: cluster tests need the test control plane; \
          hint: run them through `hack/test.sh`"
     );
-    let mut keys = vec![shared];
-    keys.extend(std::env::var_os(SECOND_KUBECONFIG_ENV).filter(|s| !s.is_empty()));
+    // The second plane first: the shared plane is also the only one of the tests that hold
+    // `fixed_names_lock`.
+    let mut keys: Vec<OsString> = std::env::var_os(SECOND_KUBECONFIG_ENV)
+        .filter(|s| !s.is_empty())
+        .into_iter()
+        .collect();
+    keys.push(shared);
     let (lock, i) = file_lock_any(FIXED_NAMES, keys.clone()).await;
     FixedPlane {
         _lock: lock,
