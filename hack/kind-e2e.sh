@@ -52,7 +52,8 @@
 # Exit code: 0 every scenario ended as expected; 1 one did not, or something of the run was
 # left on the host; 2 a missing tool or setup error; 3 another run holds the lock. A scenario
 # that fails while the Docker daemon no longer answers ends the run there (the rest would fail
-# the same way, each after its own timeouts).
+# the same way, each after its own timeouts); when the daemon is our own, its exit ends the
+# running scenario at once.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -107,8 +108,39 @@ stop_simulator() {
   fi
 }
 
+# When our own dockerd dies, the scenario that runs is ended at once (its minicvo would retry
+# the vanished cluster until its timeouts): a watcher of the daemon's pid TERMs every process
+# the run started; the scenario fails and stop_if_daemon_gone ends the run.
+WATCH_PID=
+STOPPING=
+watch_daemon() {
+  local pid main=$$
+  pid=$(cat "${MINICVO_DOCKER_DIR:-/var/tmp/minicvo-docker}/run/dockerd.pid" 2>/dev/null) || return 0
+  STOPPING=$(mktemp -u)
+  (
+    while kill -0 "$pid" 2>/dev/null && [[ ! -e $STOPPING ]]; do sleep 0.5; done
+    [[ -e $STOPPING ]] && exit 0
+    say "our dockerd (pid $pid) exited: ending the running scenario"
+    # Every descendant of the run but this watcher.
+    ps -eo pid=,ppid= | awk -v root="$main" -v me="$BASHPID" '
+      { parent[$1] = $2 }
+      END {
+        for (p in parent) {
+          q = p
+          while (q in parent && q != root && q != me && q > 1) q = parent[q]
+          if (q == root && p != me) print p
+        }
+      }' | xargs -r kill -TERM 2>/dev/null || true
+  ) &
+  WATCH_PID=$!
+}
+
 cleanup() {
   local rc=$?
+  if [[ -n $WATCH_PID ]]; then
+    touch "$STOPPING"
+    kill "$WATCH_PID" 2>/dev/null || true
+  fi
   stop_simulator
   if [[ -n ${REG_PID:-} ]]; then kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; fi
   if [[ -n $CREATED ]]; then
@@ -137,6 +169,7 @@ cleanup() {
     ((rc == 0)) && rc=1
   fi
   rm -f "$LOCK.pid"
+  [[ -n $STOPPING ]] && rm -f "$STOPPING"
   exit "$rc"
 }
 trap cleanup EXIT
@@ -180,6 +213,7 @@ if ! { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }
   eval "$env"
   [[ ${MINICVO_DOCKER_OWN:-} == 1 ]] && DOCKER_OWN=1
   say "started our own dockerd in $((SECONDS - t))s (DOCKER_HOST=$DOCKER_HOST)"
+  [[ -n $DOCKER_OWN ]] && watch_daemon
 fi
 
 # The node image, and for the operator scenario the operator image (its static binary is the
