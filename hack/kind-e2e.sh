@@ -128,7 +128,7 @@ watch_daemon() {
         for (p in parent) {
           q = p
           while (q in parent && q != root && q != me && q > 1) q = parent[q]
-          if (q == root && p != me) print p
+          if (q == root && p != me && p != root) print p
         }
       }' | xargs -r kill -TERM 2>/dev/null || true
   ) &
