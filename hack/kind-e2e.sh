@@ -151,11 +151,11 @@ cleanup() {
     elif [[ ${KIND_E2E_KEEP:-} == 1 ]]; then
       say "kept cluster $NAME (kubeconfig $KC); delete it with: kind delete cluster --name $NAME"
     else
-      kind delete cluster --name "$NAME" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
+      kind delete cluster --name "$NAME" --kubeconfig "$KC" >&2 || say "could not delete cluster $NAME; run: kind delete cluster --name $NAME"
     fi
   fi
   if [[ -n ${DOCS_CLUSTER:-} ]] && timeout 20 docker info >/dev/null 2>&1; then
-    kind delete cluster --name "$DOCS_CLUSTER" >&2 || true
+    kind delete cluster --name "$DOCS_CLUSTER" --kubeconfig "$DOCS_KUBECONFIG" >&2 || true
   fi
   if [[ -n $DOCKER_OWN && ${KIND_E2E_KEEP:-} != 1 ]]; then
     if bash hack/docker.sh stop; then
@@ -529,6 +529,7 @@ run_real_pods() {
 # written (bash -e) with minicvo on PATH and KUBECONFIG a file of its own; the cluster they make
 # (minicvo) is deleted when one fails.
 DOCS_CLUSTER=
+DOCS_KUBECONFIG=
 run_walkthrough() { # run_walkthrough FILE
   local doc=$1 name script rc=0 t=$SECONDS
   name=$(basename "$doc" .md)
@@ -544,12 +545,13 @@ EOF
   mkdir -p "$OUT/docs-path"
   ln -sf "$BIN" "$OUT/docs-path/minicvo"
   DOCS_CLUSTER=minicvo
+  DOCS_KUBECONFIG=$OUT/walkthrough-$name.kubeconfig
   say "docs: running the kind walkthrough of $doc ($(grep -cv '^#\|^set ' "$script") commands)"
   PATH=$OUT/docs-path:$PATH KUBECONFIG=$OUT/walkthrough-$name.kubeconfig bash "$script" >"$OUT/walkthrough-$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
     say "docs: the walkthrough of $doc failed with exit code $rc; its output ends:"
     tail -n 15 "$OUT/walkthrough-$name.log" | sed 's/^/    /' >&2
-    kind delete cluster --name minicvo >/dev/null 2>&1 || true
+    kind delete cluster --name minicvo --kubeconfig "$DOCS_KUBECONFIG" >/dev/null 2>&1 || true
     DOCS_CLUSTER=
     return 1
   fi

@@ -237,8 +237,10 @@ SUMMARY=$(awk '/^test result:/ {
   } END { printf "%d passed, %d failed", p, f }' "$LOG")
 rm -f "$LOG"
 if [[ $KIND == 1 ]]; then
-  # The planes are done: their CPU and memory go to kind.
+  # The planes are done: their CPU and memory go to kind. Their kubeconfigs go too (kind
+  # writes to $KUBECONFIG, which would make the stopped plane's directory again).
   if ! stop_planes && ((rc == 0)); then rc=1; fi
+  unset KUBECONFIG MINICVO_TEST_KUBECONFIG MINICVO_TEST_SECOND_KUBECONFIG MINICVO_TEST_NODE_KUBECONFIG
   run_kind
   if ((rc == 0)); then rc=$KIND_RC; fi
 fi

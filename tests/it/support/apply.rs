@@ -268,7 +268,7 @@ pub async fn run_watched(
 }
 
 /// Runs of the e2e harness that take longer than this say so on the test run's own stderr.
-pub const SLOW_E2E: Duration = Duration::from_secs(30);
+pub const SLOW_E2E: Duration = Duration::from_secs(60);
 
 /// `minicvo::e2e::upgrade` with `clients` and `options`; a run that took [`SLOW_E2E`] or
 /// more writes its report, and how its time splits between the install and upgrade runs and
