@@ -6,7 +6,9 @@
 //! resources go with them), then the namespaces, with the stand-ins [`crate::stub_crds`]
 //! installed for the kinds and namespaces these plans use (another payload's stand-ins stay);
 //! the DELETEs of each group go out in parallel. The CRDs are waited for until gone (a
-//! terminating CRD's kind cannot be emptied). A namespace is finalized while it is still
+//! terminating CRD's kind cannot be emptied); a CRD whose custom resources the server failed
+//! to delete is nudged to make it try again at once (`nudge_crd`). A namespace is finalized
+//! while it is still
 //! active (its `kubernetes` finalizer removed), then deleted: kube-controller-manager's
 //! namespace controller leaves a finalized namespace alone, so none of its passes, which
 //! delete by namespace *name*, can reach into the namespace of the same name that the next
@@ -449,6 +451,48 @@ async fn finalize(client: &Client, ns: &str, timeout: Duration) -> Result<(), Cl
 /// How long lists and watches may keep failing before the clean gives up on the server.
 const UNANSWERED_LIMIT: Duration = Duration::from_secs(30);
 
+/// How often a CRD whose deletion failed on the server is nudged (see [`nudge_crd`]).
+const NUDGE_EVERY: Duration = Duration::from_secs(1);
+
+/// The annotation [`nudge_crd`] writes.
+const NUDGE_ANNOTATION: &str = "minicvo.openshift.io/clean-retry";
+
+/// Whether CRD `o` is terminating and the server's last attempt to delete its custom
+/// resources failed (condition `Terminating`, reason `InstanceDeletionFailed`, e.g. "could not
+/// list instances: storage is (re)initializing" when it was deleted right after its creation).
+/// kube-apiserver retries that with a backoff that doubles on every failure and can reach
+/// minutes; a write to the CRD makes it try again at once.
+fn deletion_failed(o: &Value) -> bool {
+    o.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Terminating")
+                    && c.get("reason").and_then(Value::as_str) == Some("InstanceDeletionFailed")
+            })
+        })
+}
+
+/// Writes an annotation (the time) on terminating CRD `name`, which makes the server's CRD
+/// finalizer try to delete its custom resources again now instead of after its backoff. Best
+/// effort: a failure only leaves the wait to the server.
+async fn nudge_crd(client: &Client, name: &str, timeout: Duration) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let body =
+        serde_json::json!({"metadata": {"annotations": {NUDGE_ANNOTATION: now.to_string()}}});
+    let Ok(patch) = http::Request::patch(format!("{CRDS}/{name}"))
+        .header(http::header::CONTENT_TYPE, "application/merge-patch+json")
+        .body(body.to_string().into_bytes())
+    else {
+        return;
+    };
+    if let Err(e) = request::send(client, patch, timeout).await {
+        tracing::debug!("cleaning up: nudging CRD {name}: {e}");
+    }
+}
+
 /// How many DELETEs are in flight at once.
 const PARALLEL_DELETES: usize = 16;
 
@@ -502,6 +546,28 @@ async fn wait_gone(
     let mut last_error = None;
     // Since when every list and watch has failed.
     let mut failing_since: Option<Instant> = None;
+    // CRDs whose deletion failed on the server, and when to nudge them next.
+    let mut stuck: BTreeMap<String, Instant> = BTreeMap::new();
+    let track = |o: &Value, stuck: &mut BTreeMap<String, Instant>| {
+        let Some(n) = o.pointer("/metadata/name").and_then(Value::as_str) else {
+            return;
+        };
+        if !crds.contains(n) {
+            return;
+        }
+        if deletion_failed(o) {
+            stuck.entry(n.to_string()).or_insert_with(|| {
+                tracing::warn!(
+                    "cleaning up: the server failed to delete the custom resources of CRD {n} \
+                     (condition Terminating, reason InstanceDeletionFailed); asking it again \
+                     every {NUDGE_EVERY:?}"
+                );
+                Instant::now()
+            });
+        } else {
+            stuck.remove(n);
+        }
+    };
     loop {
         let done = pending
             .iter()
@@ -509,8 +575,20 @@ async fn wait_gone(
         if done {
             return Ok(());
         }
+        let nudge_at = stuck.values().min().copied();
         let next = tokio::select! {
             e = events.next() => e,
+            () = async { tokio::time::sleep_until(nudge_at.unwrap_or(deadline)).await },
+                if nudge_at.is_some_and(|t| t < deadline) => {
+                let now = Instant::now();
+                for (name, at) in &mut stuck {
+                    if *at <= now {
+                        nudge_crd(client, name, NUDGE_EVERY * 5).await;
+                        *at = Instant::now() + NUDGE_EVERY;
+                    }
+                }
+                continue;
+            }
             () = tokio::time::sleep_until(deadline) => None,
         };
         let Some((collection, event)) = next else {
@@ -534,13 +612,24 @@ async fn wait_gone(
                 let live: BTreeSet<String> = items.iter().filter_map(name_of).collect();
                 *entry = wanted(collection).intersection(&live).cloned().collect();
                 listed.insert(collection);
+                if collection == CRDS {
+                    stuck.clear();
+                    for o in &items {
+                        track(o, &mut stuck);
+                    }
+                }
             }
             CollectionEvent::Deleted(o) => {
                 if let Some(n) = name_of(&o) {
                     entry.remove(&n);
+                    stuck.remove(&n);
                 }
             }
-            CollectionEvent::Applied(_) => {}
+            CollectionEvent::Applied(o) => {
+                if collection == CRDS {
+                    track(&o, &mut stuck);
+                }
+            }
             CollectionEvent::Failed(e) => {
                 // A server that answers nothing for this long is down, not busy.
                 let since = *failing_since.get_or_insert_with(Instant::now);
@@ -700,4 +789,26 @@ pub async fn clean(
         deleted,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::deletion_failed;
+
+    #[test]
+    fn only_a_failed_instance_deletion_is_nudged() {
+        let crd = |reason: &str| {
+            json!({"status": {"conditions": [
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
+                {"type": "Terminating", "status": "True", "reason": reason,
+                 "message": "could not list instances: storage is (re)initializing"},
+            ]}})
+        };
+        assert!(deletion_failed(&crd("InstanceDeletionFailed")));
+        assert!(!deletion_failed(&crd("InstanceDeletionInProgress")));
+        assert!(!deletion_failed(&json!({"status": {"conditions": []}})));
+        assert!(!deletion_failed(&json!({})));
+    }
 }
