@@ -71,9 +71,6 @@ if [[ $KIND == 1 ]]; then
   # The kind tools, the node's root file system and the static minicvo, while the Rust tests
   # compile and run (niced: the tests come first).
   KIND_PREP_LOG=$(mktemp)
-# Every release of a test lock is logged here (tests/it/support/locks.rs).
-MINICVO_TEST_LOCK_LOG=$(mktemp)
-export MINICVO_TEST_LOCK_LOG
   (nice -n 10 bash hack/build-kind-image.sh --prepare &&
     nice -n 10 bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$KIND_PREP_LOG" 2>&1 &
   KIND_PREP_PID=$!
