@@ -21,13 +21,7 @@ pub const INCLUDE: &str = "include.release.openshift.io/self-managed-high-availa
 
 /// A connection (with request counting) for the test plane; `context` `None` is the admin.
 pub async fn connection(context: Option<&str>) -> Connection {
-    let path = std::env::var_os(support::KUBECONFIG_ENV).unwrap_or_else(|| {
-        panic!(
-            "{} is not set; run through hack/test.sh",
-            support::KUBECONFIG_ENV
-        )
-    });
-    connection_at(Path::new(&path), context).await
+    connection_at(&support::shared_kubeconfig(), context).await
 }
 
 /// A connection (with request counting) for the plane of the kubeconfig at `path`.
@@ -40,15 +34,20 @@ pub async fn connection_at(path: &Path, context: Option<&str>) -> Connection {
 /// The e2e harness's two counted connections to the test plane (minicvo's writes, the
 /// simulator's).
 pub async fn e2e_clients() -> minicvo::e2e::Clients {
+    e2e_clients_at(&support::shared_kubeconfig()).await
+}
+
+/// [`e2e_clients`] for the plane of the kubeconfig at `path`.
+pub async fn e2e_clients_at(path: &Path) -> minicvo::e2e::Clients {
     minicvo::e2e::Clients {
-        apply: connection(None).await,
-        simulator: connection(None).await,
+        apply: connection_at(path, None).await,
+        simulator: connection_at(path, None).await,
     }
 }
 
 /// The kubeconfig path of the test plane.
 pub fn kubeconfig() -> PathBuf {
-    PathBuf::from(std::env::var_os(support::KUBECONFIG_ENV).expect("MINICVO_TEST_KUBECONFIG"))
+    support::shared_kubeconfig()
 }
 
 /// `minicvo apply --no-cluster-version --no-progress -o json [EXTRA] --kubeconfig PLANE

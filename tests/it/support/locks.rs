@@ -27,8 +27,6 @@ use std::time::{Duration, Instant};
 
 use kube::Client;
 
-use super::KUBECONFIG_ENV;
-
 /// The environment variable naming the second plane of the fixed-names pool (optional).
 pub const SECOND_KUBECONFIG_ENV: &str = "MINICVO_TEST_SECOND_KUBECONFIG";
 /// The environment variable naming the file the lock releases are logged to (optional).
@@ -183,17 +181,13 @@ pub async fn file_lock(prefix: &str, key: &OsStr) -> LockGuard {
     file_lock_any(prefix, vec![key.to_os_string()]).await.0
 }
 
-fn shared_kubeconfig() -> OsString {
-    std::env::var_os(KUBECONFIG_ENV).unwrap_or_default()
-}
-
 /// Serializes the tests that install payloads with fixed object names on the shared plane:
 /// hold the returned guard for the whole test (see the module docs).
 ///
 /// # Panics
 /// If the lock file cannot be opened or locked.
 pub async fn fixed_names_lock() -> LockGuard {
-    file_lock(FIXED_NAMES, &shared_kubeconfig()).await
+    file_lock(FIXED_NAMES, super::shared_kubeconfig().as_os_str()).await
 }
 
 /// A plane of the fixed-names pool, locked for the holder until dropped.
@@ -224,10 +218,7 @@ impl FixedPlane {
     /// The e2e harness's two counted connections to the plane (minicvo's writes, the
     /// simulator's).
     pub async fn e2e_clients(&self) -> minicvo::e2e::Clients {
-        minicvo::e2e::Clients {
-            apply: super::apply::connection_at(&self.kubeconfig, None).await,
-            simulator: super::apply::connection_at(&self.kubeconfig, None).await,
-        }
+        super::apply::e2e_clients_at(&self.kubeconfig).await
     }
 }
 
@@ -238,12 +229,7 @@ impl FixedPlane {
 /// # Panics
 /// If `$MINICVO_TEST_KUBECONFIG` is unset, or a lock file cannot be opened or locked.
 pub async fn fixed_names_plane() -> FixedPlane {
-    let shared = shared_kubeconfig();
-    assert!(
-        !shared.is_empty(),
-        "{KUBECONFIG_ENV} is not set: cluster tests need the test control plane; \
-         hint: run them through `hack/test.sh`"
-    );
+    let shared = super::shared_kubeconfig().into_os_string();
     // The second plane first: the shared plane is also the only one of the tests that hold
     // `fixed_names_lock`.
     let mut keys: Vec<OsString> = std::env::var_os(SECOND_KUBECONFIG_ENV)

@@ -115,14 +115,22 @@ pub async fn user_client() -> Client {
     client_for(Some(USER_CONTEXT)).await
 }
 
-async fn client_for(context: Option<&str>) -> Client {
+/// The shared plane's kubeconfig, `$MINICVO_TEST_KUBECONFIG`.
+///
+/// # Panics
+/// If it is unset: a cluster test without a cluster is a failure, never a skip.
+pub fn shared_kubeconfig() -> std::path::PathBuf {
     let Some(path) = std::env::var_os(KUBECONFIG_ENV) else {
         panic!(
             "{KUBECONFIG_ENV} is not set: cluster tests need the test control plane; \
              hint: run them through `hack/test.sh`, or `eval \"$(hack/testplane.sh start)\"` first"
         );
     };
-    client_at(std::path::Path::new(&path), context).await
+    path.into()
+}
+
+async fn client_for(context: Option<&str>) -> Client {
+    client_at(&shared_kubeconfig(), context).await
 }
 
 /// A client for `context` (`None`: the current one) of the kubeconfig at `path`.

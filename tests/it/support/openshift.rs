@@ -107,13 +107,7 @@ pub async fn install_both(client: &Client, variant: &str) {
 /// once per test process; every test touching those kinds calls it first. Returns an admin
 /// client of the shared plane.
 pub async fn shared_plane_crds() -> Client {
-    let path = std::env::var_os(super::KUBECONFIG_ENV).unwrap_or_else(|| {
-        panic!(
-            "{} is not set: cluster tests need the test control plane",
-            super::KUBECONFIG_ENV
-        )
-    });
-    plane_crds(Path::new(&path)).await
+    plane_crds(&super::shared_kubeconfig()).await
 }
 
 /// [`shared_plane_crds`] for the plane of the kubeconfig at `kubeconfig` (a plane of the
