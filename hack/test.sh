@@ -9,10 +9,11 @@
 # The tests see MINICVO_TEST_KUBECONFIG and KUBECONFIG (admin context current, `alice` context
 # unprivileged) and TESTPLANE_BIN (kubectl and friends). A missing plane is a failure, never a skip.
 #
-# The kind scenarios (hack/kind-e2e.sh all, then hack/kind-faults.sh) run after the Rust tests
+# The kind scenarios (hack/kind-e2e.sh all, then hack/kind-faults.sh) run beside the Rust tests
 # when there are no ARGS, or alone with `hack/test.sh --kind`; TESTPLANE_KIND=0 never runs them.
-# Their binaries, root file system and minicvo's static build are prepared in the background
-# while the Rust tests compile and run; a failed scenario fails the run.
+# In the background, niced (the tests come first), the kind job prepares their binaries, root
+# file system and minicvo's static build, then runs the scenarios and the faults; its output is
+# printed after the tests, and a failed scenario fails the run.
 #
 # A second plane, with a node (hack/testplane.sh start --nodes 1), runs the tests of real pods
 # (tests/it/node_*.rs). It is built and started when there are no ARGS, when an argument names
@@ -65,45 +66,76 @@ if [[ $NODES == 1 ]]; then
   phase "build of the node tools" "$t"
 fi
 
-KIND_PREP_PID=
-KIND_PREP_LOG=
-if [[ $KIND == 1 ]]; then
-  # The kind tools, the node's root file system and the static minicvo, while the Rust tests
-  # compile and run (niced: the tests come first).
-  KIND_PREP_LOG=$(mktemp)
-  (nice -n 10 bash hack/build-kind-image.sh --prepare &&
-    nice -n 10 bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$KIND_PREP_LOG" 2>&1 &
-  KIND_PREP_PID=$!
-fi
-
-# The kind step: waits for the preparation, runs the scenarios, then the faults. Sets KIND_RC.
-KIND_RC=0
-run_kind() {
-  local t=$SECONDS
-  if ! wait "$KIND_PREP_PID"; then
+# The kind job: the kind tools, the node's root file system and the static minicvo, then the
+# scenarios, then the faults; all niced, so the Rust tests beside it come first. Its exit code
+# is the first failure's. Touches $KIND_PREPARED once the preparation is done. (The planes'
+# kubeconfigs are not its business: kind would write to $KUBECONFIG.)
+KIND_NICE=${TESTPLANE_KIND_NICE:-10}
+kind_job() {
+  unset KUBECONFIG MINICVO_TEST_KUBECONFIG MINICVO_TEST_SECOND_KUBECONFIG MINICVO_TEST_NODE_KUBECONFIG
+  local t=$SECONDS rc=0 frc=0 prep_log
+  prep_log=$(mktemp)
+  if ! (nice -n "$KIND_NICE" bash hack/build-kind-image.sh --prepare &&
+    nice -n "$KIND_NICE" bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$prep_log" 2>&1; then
     echo "test.sh: preparing kind failed; its log ends:" >&2
-    tail -n 40 "$KIND_PREP_LOG" >&2
-    KIND_RC=1
-    return
+    tail -n 40 "$prep_log" >&2
+    rm -f "$prep_log"
+    return 1
   fi
-  KIND_PREP_PID=
-  grep -E '^build-(kind|operator-image):' "$KIND_PREP_LOG" >&2 || true
-  phase "kind preparation (waited for)" "$t"
+  grep -E '^build-(kind|operator-image):' "$prep_log" >&2 || true
+  rm -f "$prep_log"
+  phase "kind preparation" "$t"
+  touch "$KIND_PREPARED"
   t=$SECONDS
-  bash hack/kind-e2e.sh all || KIND_RC=$?
-  phase "kind scenarios (exit code $KIND_RC)" "$t"
+  nice -n "$KIND_NICE" bash hack/kind-e2e.sh all || rc=$?
+  phase "kind scenarios (exit code $rc)" "$t"
   t=$SECONDS
-  local frc=0
-  bash hack/kind-faults.sh || frc=$?
+  nice -n "$KIND_NICE" bash hack/kind-faults.sh || frc=$?
   phase "kind faults (exit code $frc)" "$t"
-  ((KIND_RC == 0)) && KIND_RC=$frc
+  ((rc == 0)) && rc=$frc
+  return "$rc"
 }
+kind_verdict() {
+  echo "kind: $( (($1 == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $1)")"
+}
+KIND_PREPARED=$(mktemp -u)
 if ((KIND_ONLY)); then
-  trap '[[ -n $KIND_PREP_PID ]] && kill $KIND_PREP_PID 2>/dev/null; rm -f "$KIND_PREP_LOG"' EXIT
-  run_kind
-  echo "kind: $( ((KIND_RC == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $KIND_RC)")"
+  KIND_RC=0
+  KIND_NICE=0 kind_job || KIND_RC=$?
+  rm -f "$KIND_PREPARED"
+  kind_verdict "$KIND_RC"
   exit "$KIND_RC"
 fi
+KIND_PID=
+KIND_LOG=
+KIND_RC=0
+KIND_START=$SECONDS
+if [[ $KIND == 1 ]]; then
+  KIND_LOG=$(mktemp)
+  kind_job >"$KIND_LOG" 2>&1 &
+  KIND_PID=$!
+fi
+# Waits for the kind job and prints its output. Sets KIND_RC.
+finish_kind() {
+  [[ -n $KIND_PID ]] || return 0
+  local t=$SECONDS
+  wait "$KIND_PID" || KIND_RC=$?
+  KIND_PID=
+  echo "test.sh: the kind job's output (it started with the run):" >&2
+  cat "$KIND_LOG" >&2
+  phase "waiting for the kind job after the tests" "$t"
+  echo "test.sh: the kind job took $((SECONDS - KIND_START))s" >&2
+}
+# Ends a kind job that still runs (an interrupted or failed run): its scripts clean up on TERM.
+stop_kind() {
+  [[ -n $KIND_PID ]] || return 0
+  pkill -TERM -P "$KIND_PID" 2>/dev/null || true
+  kill "$KIND_PID" 2>/dev/null || true
+  wait "$KIND_PID" 2>/dev/null || true
+  KIND_PID=
+}
+# Until the planes' cleanup takes over (a compile error ends the run before).
+trap 'stop_kind; rm -f "$KIND_LOG" "$KIND_PREPARED"' EXIT
 
 # Compile before starting the plane: a build error needs no cluster, and the plane does not idle.
 t=$SECONDS
@@ -140,13 +172,13 @@ stop_planes() {
 cleanup() {
   local rc=$?
   if ! stop_planes && ((rc == 0)); then rc=1; fi
-  if [[ -n $KIND_PREP_PID ]]; then kill "$KIND_PREP_PID" 2>/dev/null || true; fi
-  [[ -n $KIND_PREP_LOG ]] && rm -f "$KIND_PREP_LOG"
+  stop_kind
+  [[ -n $KIND_LOG ]] && rm -f "$KIND_LOG"
+  rm -f "$KIND_PREPARED"
+  [[ -n ${MINICVO_TEST_LOCK_DIR:-} ]] && rm -rf "$MINICVO_TEST_LOCK_DIR"
   # The closing lines: every test of every binary, summed; the kind step.
   if [[ -n $SUMMARY ]]; then echo "tests: $SUMMARY"; fi
-  if [[ $KIND == 1 && -n $SUMMARY ]]; then
-    echo "kind: $( ((KIND_RC == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $KIND_RC)")"
-  fi
+  if [[ $KIND == 1 && -n $SUMMARY ]]; then kind_verdict "$KIND_RC"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -180,9 +212,11 @@ fi
 t=$SECONDS
 rc=0
 LOG=$(mktemp)
-# Every release of a test lock is logged here (tests/it/support/locks.rs).
+# Every release of a test lock is logged here (tests/it/support/locks.rs); the lock files are
+# made in a directory of the run's.
 MINICVO_TEST_LOCK_LOG=$(mktemp)
-export MINICVO_TEST_LOCK_LOG
+MINICVO_TEST_LOCK_DIR=$(mktemp -d)
+export MINICVO_TEST_LOCK_LOG MINICVO_TEST_LOCK_DIR
 # cargo's own output goes through unchanged; its "test result" lines are summed at the end, so
 # the last line of the run counts every test of every binary (the doc-tests run last and have
 # none, which would otherwise be the closing line).
@@ -197,9 +231,7 @@ export "$RUNNER_VAR=$ROOT/hack/test-runner.sh"
 # assert on, so then 2.
 if [[ -z ${MINICVO_TEST_THREADS:-} ]]; then
   MINICVO_TEST_THREADS=3
-  prep_state=
-  if [[ -n $KIND_PREP_PID ]]; then prep_state=$(ps -o stat= -p "$KIND_PREP_PID" 2>/dev/null || true); fi
-  if [[ -n $prep_state && $prep_state != Z* ]]; then MINICVO_TEST_THREADS=2; fi
+  if [[ -n $KIND_PID && ! -e $KIND_PREPARED ]]; then MINICVO_TEST_THREADS=2; fi
   echo "test.sh: $MINICVO_TEST_THREADS test threads" >&2
 fi
 export MINICVO_TEST_THREADS
@@ -226,6 +258,7 @@ if [[ -s $MINICVO_TEST_LOCK_LOG ]]; then
     "$MINICVO_TEST_LOCK_LOG" | sort >&2
 fi
 rm -f "$MINICVO_TEST_LOCK_LOG"
+rm -rf "$MINICVO_TEST_LOCK_DIR"
 SUMMARY=$(awk '/^test result:/ {
     for (i = 1; i <= NF; i++) {
       if ($(i + 1) ~ /^passed/) p += $i
@@ -234,11 +267,9 @@ SUMMARY=$(awk '/^test result:/ {
   } END { printf "%d passed, %d failed", p, f }' "$LOG")
 rm -f "$LOG"
 if [[ $KIND == 1 ]]; then
-  # The planes are done: their CPU and memory go to kind. Their kubeconfigs go too (kind
-  # writes to $KUBECONFIG, which would make the stopped plane's directory again).
+  # The planes are done: their CPU and memory go to the kind job.
   if ! stop_planes && ((rc == 0)); then rc=1; fi
-  unset KUBECONFIG MINICVO_TEST_KUBECONFIG MINICVO_TEST_SECOND_KUBECONFIG MINICVO_TEST_NODE_KUBECONFIG
-  run_kind
+  finish_kind
   if ((rc == 0)); then rc=$KIND_RC; fi
 fi
 exit "$rc"

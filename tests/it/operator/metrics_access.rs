@@ -36,6 +36,7 @@ impl Drop for Standby {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        super::support_op::end_log(&self.log);
     }
 }
 

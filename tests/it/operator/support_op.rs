@@ -142,6 +142,16 @@ impl Drop for Operator {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        end_log(&self.log);
+    }
+}
+
+/// Removes an operator's log when its test passes; a failing test keeps it and names it.
+pub fn end_log(log: &std::path::Path) {
+    if std::thread::panicking() {
+        eprintln!("the operator's log is kept: {}", log.display());
+    } else {
+        let _ = std::fs::remove_file(log);
     }
 }
 
