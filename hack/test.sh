@@ -73,7 +73,7 @@ fi
 KIND_NICE=${TESTPLANE_KIND_NICE:-10}
 kind_job() {
   unset KUBECONFIG MINICVO_TEST_KUBECONFIG MINICVO_TEST_SECOND_KUBECONFIG MINICVO_TEST_NODE_KUBECONFIG
-  local t=$SECONDS rc=0 frc=0 prep_log
+  local t=$SECONDS start=$SECONDS rc=0 frc=0 prep_log
   prep_log=$(mktemp)
   if ! (nice -n "$KIND_NICE" bash hack/build-kind-image.sh --prepare &&
     nice -n "$KIND_NICE" bash hack/build-operator-image.sh target/kind-e2e/operator-image) >"$prep_log" 2>&1; then
@@ -92,6 +92,7 @@ kind_job() {
   t=$SECONDS
   nice -n "$KIND_NICE" bash hack/kind-faults.sh || frc=$?
   phase "kind faults (exit code $frc)" "$t"
+  phase "the kind job" "$start"
   ((rc == 0)) && rc=$frc
   return "$rc"
 }
@@ -109,7 +110,6 @@ fi
 KIND_PID=
 KIND_LOG=
 KIND_RC=0
-KIND_START=$SECONDS
 if [[ $KIND == 1 ]]; then
   KIND_LOG=$(mktemp)
   kind_job >"$KIND_LOG" 2>&1 &
@@ -124,7 +124,6 @@ finish_kind() {
   echo "test.sh: the kind job's output (it started with the run):" >&2
   cat "$KIND_LOG" >&2
   phase "waiting for the kind job after the tests" "$t"
-  echo "test.sh: the kind job took $((SECONDS - KIND_START))s" >&2
 }
 # Ends a kind job that still runs (an interrupted or failed run): its scripts clean up on TERM.
 stop_kind() {
@@ -150,6 +149,8 @@ t=$SECONDS
 TESTPLANE_DIR=
 TESTPLANE_NODE_DIR=
 TESTPLANE_SECOND_DIR=
+SECOND_START=
+NODE_START=
 SUMMARY=
 # Stops both planes (once); returns 1 when the plane with a node left something behind.
 stop_planes() {
@@ -171,6 +172,7 @@ stop_planes() {
 }
 cleanup() {
   local rc=$?
+  collect_planes || true
   if ! stop_planes && ((rc == 0)); then rc=1; fi
   stop_kind
   [[ -n $KIND_LOG ]] && rm -f "$KIND_LOG"
@@ -184,30 +186,57 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# The planes start at once: the second and the one with a node in the background, the first
+# here. Their dirs are known once collected (collect_planes, also on an early exit).
+SECOND=${TESTPLANE_SECOND:-}
+if [[ -z $SECOND ]]; then SECOND=$( (($# == 0)) && echo 1 || echo 0); fi
+if [[ $SECOND == 1 ]]; then
+  SECOND_OUT=$(mktemp)
+  TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start >"$SECOND_OUT" &
+  SECOND_START=$!
+fi
+if [[ $NODES == 1 ]]; then
+  NODE_OUT=$(mktemp)
+  TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start --nodes 1 >"$NODE_OUT" &
+  NODE_START=$!
+fi
+# Waits for the planes started in the background and takes their dirs; 1 when one failed.
+collect_planes() {
+  local ok=0 env
+  if [[ -n $SECOND_START ]]; then
+    wait "$SECOND_START" || ok=1
+    SECOND_START=
+    env=$(cat "$SECOND_OUT")
+    rm -f "$SECOND_OUT"
+    # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
+    TESTPLANE_SECOND_DIR=$(bash -c "$env"'; echo "${TESTPLANE_DIR:-}"')
+  fi
+  if [[ -n $NODE_START ]]; then
+    wait "$NODE_START" || ok=1
+    NODE_START=
+    env=$(cat "$NODE_OUT")
+    rm -f "$NODE_OUT"
+    TESTPLANE_NODE_DIR=$(bash -c "$env"'; echo "${TESTPLANE_DIR:-}"')
+    eval "$(grep -E '^export (TESTPLANE_REGISTRY|TESTPLANE_STANDIN_IMAGE)=' <<<"$env" || true)"
+  fi
+  return "$ok"
+}
 env_lines=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
 eval "$env_lines"
 export TESTPLANE_DIR KUBECONFIG MINICVO_TEST_KUBECONFIG
 phase "start of the test plane" "$t"
-SECOND=${TESTPLANE_SECOND:-}
-if [[ -z $SECOND ]]; then SECOND=$( (($# == 0)) && echo 1 || echo 0); fi
+if ! collect_planes; then
+  echo "test.sh: starting the second plane or the plane with a node failed (see above)" >&2
+  exit 1
+fi
 if [[ $SECOND == 1 ]]; then
-  t=$SECONDS
-  second_env=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start)
-  # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
-  TESTPLANE_SECOND_DIR=$(bash -c "$second_env"'; echo "$TESTPLANE_DIR"')
   export MINICVO_TEST_SECOND_KUBECONFIG=$TESTPLANE_SECOND_DIR/kubeconfig
-  phase "start of the second plane" "$t"
 fi
 if [[ $NODES == 1 ]]; then
-  t=$SECONDS
-  node_env=$(TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start --nodes 1)
-  # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
-  TESTPLANE_NODE_DIR=$(bash -c "$node_env"'; echo "$TESTPLANE_DIR"')
-  eval "$(grep -E '^export (TESTPLANE_REGISTRY|TESTPLANE_STANDIN_IMAGE)=' <<<"$node_env")"
   export TESTPLANE_NODE_DIR TESTPLANE_REGISTRY TESTPLANE_STANDIN_IMAGE
   export MINICVO_TEST_NODE_KUBECONFIG=$TESTPLANE_NODE_DIR/kubeconfig
-  phase "start of the plane with a node" "$t"
 fi
+phase "start of the planes" "$t"
 
 t=$SECONDS
 rc=0
@@ -235,6 +264,10 @@ if [[ -z ${MINICVO_TEST_THREADS:-} ]]; then
   echo "test.sh: $MINICVO_TEST_THREADS test threads" >&2
 fi
 export MINICVO_TEST_THREADS
+# The reliability scenarios (about 200 s of test time on private planes of their own) run in a
+# process of their own beside the other tests, from the start (hack/test-runner.sh): in name
+# order they would start last and end the run alone.
+export MINICVO_TEST_BESIDE=${MINICVO_TEST_BESIDE-reliability::}
 if (($# == 0)); then
   run_cargo --all-targets || rc=$?
   unset "$RUNNER_VAR"
