@@ -20,7 +20,9 @@
 #                          same writes with nothing waiting but the server, and the plane's
 #                          CPU) on one fresh test control plane, ROUNDS rounds; each phase
 #                          also without the time only ClusterOperator waits were open (the
-#                          operators' own time, which the floor lacks); with
+#                          operators' own time, which the floor lacks), and the openshift-multi
+#                          case again with simulated pods that are ready at once (multi-instant;
+#                          FLOOR_INSTANT=0 leaves it out); with
 #                          BEFORE=<git ref> that commit's minicvo runs beside, order alternating
 #                          (BEFORE_BIN=<path>: a minicvo already built; FLOOR_PROFILE=debug:
 #                          debug builds instead of release; FLOOR_BUILD_DIR=<dir>: minicvo,
@@ -791,8 +793,11 @@ bench_floor() {
     bins[before]=$ROOT/target/bench-before-target/release/minicvo
     tools=(before after)
   fi
-  # CASE:PAYLOAD:FROM:TO (TO empty: the install only)
+  # CASE:PAYLOAD:FROM:TO (TO empty: the install only). multi-instant is openshift-multi with
+  # simulated pods that start and become ready at once (`--pods '*=start:0s,ready:0s'`): its
+  # operators report as soon as their workloads carry the new template, as the floor's do.
   local -a cases=("multi:$CORPUS:4.16.0:4.17.0")
+  if [[ ${FLOOR_INSTANT:-1} == 1 ]]; then cases+=("multi-instant:$CORPUS:4.16.0:4.17.0"); fi
   local synth=${FLOOR_SYNTH-10000}
   if [[ -n $synth ]]; then
     say "generating a synthetic payload of $synth objects"
@@ -811,9 +816,11 @@ bench_floor() {
         say "round $((r + 1))/$ROUNDS: $c: e2e upgrade ($t)"
         cpu0=$(plane_cpu)
         start=$(now_ms)
+        local -a case_args=()
+        if [[ $c == *-instant ]]; then case_args=(--pods '*=start:0s,ready:0s'); fi
         "${bins[$t]}" e2e upgrade --from "$payload" --to "$payload" --from-version "$from" --to-version "${to:-$from}" \
           --stub-missing-crds --create-missing-namespaces --clean --no-progress -q -o json \
-          --timeline "$OUT/timeline-$c-$t-$r.json" ${E2E_ARGS:-} >"$OUT/e2e-$c-$t-$r.json" ||
+          --timeline "$OUT/timeline-$c-$t-$r.json" "${case_args[@]}" ${E2E_ARGS:-} >"$OUT/e2e-$c-$t-$r.json" ||
           say "round $r ($c, $t) reported failures (see $OUT/e2e-$c-$t-$r.json)"
         end=$(now_ms)
         cpu1=$(plane_cpu)
@@ -855,7 +862,7 @@ PY
   echo "## Install and upgrade against their floors"
   echo
   machine
-  echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean${E2E_ARGS:+ $E2E_ARGS}\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
+  echo "- e2e: \`minicvo e2e upgrade --from P --to P --from-version V --to-version V2 --stub-missing-crds --create-missing-namespaces --clean${E2E_ARGS:+ $E2E_ARGS}\`, $profile builds, one fresh test control plane${BEFORE:+; before = $BEFORE}${BEFORE_BIN:+; before = $BEFORE_BIN}; openshift-multi 4.16.0 → 4.17.0 (multi-instant: the same with \`--pods '*=start:0s,ready:0s'\`)${synth:+; a synthetic payload of $synth objects (\`loadbench gen\`) to itself}"
   echo "- floor: \`examples/floor.rs\` on the same plane from the same starting state, every object written as the cvo strategy writes it (GET, then POST, PUT or nothing after the CVO's merge) with nothing waiting but the server: the install's namespaces and CRDs at once, the CRDs Established, then each node's objects in order; the upgrade's graph with its edges (run-level barriers); after each ClusterOperator's task, the status its simulated operator reports (one PATCH: the write that ends the wait, without the operator's own time); the run's parallelism"
   echo "- CPU: kube-apiserver + etcd user + system seconds during the e2e run (install, upgrade and what lies between) and during each floor phase"
   echo
