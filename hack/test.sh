@@ -135,6 +135,8 @@ stop_kind() {
 }
 # Until the planes' cleanup takes over (a compile error ends the run before).
 trap 'stop_kind; rm -f "$KIND_LOG" "$KIND_PREPARED"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Compile before starting the plane: a build error needs no cluster, and the plane does not idle.
 t=$SECONDS
