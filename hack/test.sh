@@ -97,7 +97,11 @@ kind_job() {
   return "$rc"
 }
 kind_verdict() {
-  echo "kind: $( (($1 == 0)) && echo 'every scenario and fault as expected' || echo "failed (exit code $1)")"
+  case $1 in
+    0) echo "kind: every scenario and fault as expected" ;;
+    stopped) echo "kind: stopped before it ended (the run was interrupted)" ;;
+    *) echo "kind: failed (exit code $1)" ;;
+  esac
 }
 KIND_PREPARED=$(mktemp -u)
 if ((KIND_ONLY)); then
@@ -125,13 +129,33 @@ finish_kind() {
   cat "$KIND_LOG" >&2
   phase "waiting for the kind job after the tests" "$t"
 }
-# Ends a kind job that still runs (an interrupted or failed run): its scripts clean up on TERM.
+# The processes below PID (children, grandchildren, ...).
+descendants() {
+  ps -eo pid=,ppid= | awk -v root="$1" '{ parent[$1] = $2 }
+    END { for (p in parent) { q = p; while ((q in parent) && q != root && q > 1) q = parent[q]; if (q == root && p != root) print p } }'
+}
+# Ends a kind job that still runs (an interrupted or failed run): TERM to it and everything it
+# started (a build of its preparation too); the kind scripts delete their clusters and stop
+# their Docker daemon on TERM, which is waited for (up to 3 minutes).
 stop_kind() {
   [[ -n $KIND_PID ]] || return 0
-  pkill -TERM -P "$KIND_PID" 2>/dev/null || true
-  kill "$KIND_PID" 2>/dev/null || true
+  local pids p i
+  pids=$(descendants "$KIND_PID")
+  # shellcheck disable=SC2086 # one pid per word
+  kill -TERM "$KIND_PID" $pids 2>/dev/null || true
   wait "$KIND_PID" 2>/dev/null || true
   KIND_PID=
+  KIND_RC=stopped
+  for p in $pids; do
+    for ((i = 0; i < 900; i++)); do
+      kill -0 "$p" 2>/dev/null || break
+      sleep 0.2
+    done
+  done
+  if [[ -s ${KIND_LOG:-} ]]; then
+    echo "test.sh: the kind job was stopped; its output until then:" >&2
+    cat "$KIND_LOG" >&2
+  fi
 }
 # Until the planes' cleanup takes over (a compile error ends the run before).
 trap 'stop_kind; rm -f "$KIND_LOG" "$KIND_PREPARED"' EXIT
