@@ -300,8 +300,13 @@ fn record(table: &mut Vec<String>, failures: &mut Vec<String>, r: MixRun) {
         (Some(0), true, true) => "converged".to_string(),
         (code, ok, clean) => format!("exit {code:?}, ok {ok}, converged {clean}"),
     };
+    // A connection the API server closed under the proxy reaches the client as a reset too.
+    let upstream = match counts.upstream_errors {
+        0 => String::new(),
+        n => format!(" + {n} upstream errors"),
+    };
     let row = format!(
-        "| {} | {payload} | {outcome} | {} ({}) | {} | {} / {} | {:.1}s |",
+        "| {} | {payload} | {outcome} | {} ({}){upstream} | {} | {} / {} | {:.1}s |",
         mix.name,
         counts.faults(),
         counts.faults_line(),
