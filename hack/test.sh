@@ -226,24 +226,30 @@ if [[ $NODES == 1 ]]; then
   TESTPLANE_WATCH_PID=$$ bash hack/testplane.sh start --nodes 1 >"$NODE_OUT" &
   NODE_START=$!
 fi
+# take_started PID FILE: waits for a plane started in the background, sets STARTED_ENV to what
+# its start printed and STARTED_DIR to its directory (its own names: KUBECONFIG and
+# TESTPLANE_DIR stay the first plane's); returns the start's exit code.
+take_started() {
+  local rc=0
+  wait "$1" || rc=$?
+  STARTED_ENV=$(cat "$2")
+  rm -f "$2"
+  STARTED_DIR=$(bash -c "$STARTED_ENV"'; echo "${TESTPLANE_DIR:-}"')
+  return "$rc"
+}
 # Waits for the planes started in the background and takes their dirs; 1 when one failed.
 collect_planes() {
-  local ok=0 env
+  local ok=0
   if [[ -n $SECOND_START ]]; then
-    wait "$SECOND_START" || ok=1
+    take_started "$SECOND_START" "$SECOND_OUT" || ok=1
     SECOND_START=
-    env=$(cat "$SECOND_OUT")
-    rm -f "$SECOND_OUT"
-    # Its own names: KUBECONFIG and TESTPLANE_DIR stay the first plane's.
-    TESTPLANE_SECOND_DIR=$(bash -c "$env"'; echo "${TESTPLANE_DIR:-}"')
+    TESTPLANE_SECOND_DIR=$STARTED_DIR
   fi
   if [[ -n $NODE_START ]]; then
-    wait "$NODE_START" || ok=1
+    take_started "$NODE_START" "$NODE_OUT" || ok=1
     NODE_START=
-    env=$(cat "$NODE_OUT")
-    rm -f "$NODE_OUT"
-    TESTPLANE_NODE_DIR=$(bash -c "$env"'; echo "${TESTPLANE_DIR:-}"')
-    eval "$(grep -E '^export (TESTPLANE_REGISTRY|TESTPLANE_STANDIN_IMAGE)=' <<<"$env" || true)"
+    TESTPLANE_NODE_DIR=$STARTED_DIR
+    eval "$(grep -E '^export (TESTPLANE_REGISTRY|TESTPLANE_STANDIN_IMAGE)=' <<<"$STARTED_ENV" || true)"
   fi
   return "$ok"
 }
