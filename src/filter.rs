@@ -125,6 +125,30 @@ impl Filters {
     /// # Errors
     /// The reason the manifest is excluded.
     pub fn include_at_load(&self, m: &Manifest, major: Option<u64>) -> Result<(), String> {
+        self.load_checks(m, major, true)
+    }
+
+    /// The load-time checks with the profile annotation only required to be present, whatever
+    /// its value: how a payload's FeatureGate manifests (annotated
+    /// `include.release.openshift.io/<profile>: "false-except-for-the-config-operator"`, so that
+    /// the CVO never applies them) are matched to a profile and feature set.
+    ///
+    /// # Errors
+    /// The reason the manifest is not the profile's.
+    pub fn include_any_profile_value(
+        &self,
+        m: &Manifest,
+        major: Option<u64>,
+    ) -> Result<(), String> {
+        self.load_checks(m, major, false)
+    }
+
+    fn load_checks(
+        &self,
+        m: &Manifest,
+        major: Option<u64>,
+        profile_true: bool,
+    ) -> Result<(), String> {
         let Some(ann) = m.annotations().filter(|a| !a.is_empty()) else {
             return Err("no annotations".to_string());
         };
@@ -151,6 +175,7 @@ impl Filters {
         let key = format!("{INCLUDE_PREFIX}{}", self.profile);
         match get(&key) {
             Some("true") => {}
+            Some(_) if !profile_true => {}
             Some(other) => return Err(format!("unrecognized value {other:?} for {key}")),
             None => return Err(format!("{key} unset")),
         }

@@ -205,6 +205,46 @@ pub fn lost(old: &[PolicyRule], new: &[PolicyRule]) -> Vec<Right> {
     lost
 }
 
+/// The verbs leader election uses on its Lease (client-go's `LeaseLock`: get, create, update).
+pub const LEADER_ELECTION_VERBS: [&str; 3] = ["get", "create", "update"];
+
+/// The rights the pods of a release are known to use that `old` grants and `new` does not:
+/// leader election on `leases.coordination.k8s.io` ([`LEADER_ELECTION_VERBS`]), for every lease
+/// name and for each name `old` grants by `resourceNames`. Every operator of a release leads
+/// through a Lease (library-go's leader election), and losing it stops the operator; no other
+/// right is known to be used from the manifests alone.
+#[must_use]
+pub fn known_used_lost(old: &[PolicyRule], new: &[PolicyRule]) -> Vec<Right> {
+    let mut names: Vec<Option<String>> = vec![None];
+    for r in old.iter().flat_map(PolicyRule::rights) {
+        if let Right::Resource {
+            resource,
+            name: Some(n),
+            ..
+        } = &r
+            && (resource == "leases" || resource == "*")
+            && !names.contains(&Some(n.clone()))
+        {
+            names.push(Some(n.clone()));
+        }
+    }
+    let mut out = Vec::new();
+    for verb in LEADER_ELECTION_VERBS {
+        for name in &names {
+            let probe = Right::Resource {
+                verb: verb.to_owned(),
+                group: "coordination.k8s.io".to_owned(),
+                resource: "leases".to_owned(),
+                name: name.clone(),
+            };
+            if old.iter().any(|r| r.grants(&probe)) && !new.iter().any(|r| r.grants(&probe)) {
+                out.push(probe);
+            }
+        }
+    }
+    out
+}
+
 /// `get,list on pods; update on leases.coordination.k8s.io named x`.
 #[must_use]
 pub fn describe(lost: &[Right]) -> String {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use clap::{Args, ValueEnum};
+use minicvo::analysis::lint::features as lint_features;
 use minicvo::analysis::lint::report::{self, ProfileReport, Report};
 use minicvo::analysis::lint::{Context, Previous, lint as run_lint, schema, sort};
 use minicvo::analysis::profiles_seen;
@@ -102,18 +103,24 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
     for (i, profile) in profiles.into_iter().enumerate() {
         let mut args = a.payload.clone();
         args.filters.profile.clone_from(&profile);
-        let (mut payload, options, image) =
+        let (payload, options, image) =
             args.load_cached(false, ObjectDetail::Whole, cache.as_ref())?;
         if let Some(i) = image {
             payload_name = i.pinned;
         }
+        // The gates of the payload's own FeatureGate for the profile and feature set, unless
+        // --feature-gates names them.
+        let gates_flag = super::features::explicit(&args.filters).gates;
+        let (mut payload, filters, features) =
+            lint_features::resolve(payload, &options.filters, gates_flag);
+        let mut features_lines = vec![format!("features: {features}")];
         if let Some(loading) = builtin_loading.take() {
             let loaded = loading
                 .join()
                 .map_err(|_| anyhow::anyhow!("loading the built-in schemas panicked"))??;
             builtin = Some(loaded);
         }
-        let filters = &options.filters;
+        let filters = &filters;
         // The payload's CRDs compile and its built-in kinds are checked while the previous
         // payload loads.
         let (early, old) = rayon::join(
@@ -128,20 +135,26 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
                     old_args.payload.clone_from(path);
                     old_args
                         .load_cached(false, ObjectDetail::Whole, cache.as_ref())
-                        .map(|(old, _, image)| Some((old, image)))
+                        .map(|(old, old_options, image)| {
+                            // The previous payload runs with its own FeatureGate's gates.
+                            let (old, old_filters, features) =
+                                lint_features::resolve(old, &old_options.filters, gates_flag);
+                            Some((old, old_filters, image, features))
+                        })
                 }
                 None => Ok(None),
             },
         );
-        let old = old?.map(|(old, image)| {
+        let old = old?.map(|(old, old_filters, image, features)| {
             if let Some(i) = image {
                 previous_name = Some(i.pinned);
             }
-            old
+            features_lines.push(format!("previous payload's features: {features}"));
+            (old, old_filters)
         });
         // The capabilities the update implicitly enables are on for the new payload.
         let new_filters = match &old {
-            Some(old) => {
+            Some((old, _)) => {
                 minicvo::cvo::capabilities::with_implicit(
                     filters,
                     &payload.manifests,
@@ -154,7 +167,11 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         // The plans take the payloads over; only the exclusions are kept apart.
         let excluded = std::mem::take(&mut payload.excluded);
         let (previous, plan) = rayon::join(
-            || old.map(|old| plan::from_payload(old, filters, Mode::Updating, 0)),
+            || {
+                old.map(|(old, old_filters)| {
+                    plan::from_payload(old, &old_filters, Mode::Updating, 0)
+                })
+            },
             || plan::from_payload(payload, &new_filters, Mode::Updating, 0),
         );
         let cx = Context::new(
@@ -179,6 +196,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         reports.push(ProfileReport {
             profile,
             feature_set: plan.feature_set.clone(),
+            features: features_lines,
             findings,
         });
         if i == last {

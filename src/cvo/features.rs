@@ -8,6 +8,10 @@
 //!
 //! `--feature-set` and `--feature-gates` override what the cluster says; [`Features`] records
 //! where each came from, so that the choice is printed as the mode is.
+//!
+//! Without a cluster (`lint`), [`for_payload`] takes the gates from the payload's own
+//! FeatureGate manifest for the profile and feature set: the object the cluster-config-operator
+//! renders into FeatureGate `cluster`'s `status`, with the same shape.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -25,6 +29,11 @@ pub enum Source {
     Cluster,
     /// No FeatureGate `cluster` (or its kind is not served): the CVO's startup default.
     NoFeatureGate,
+    /// The payload's own FeatureGate manifest for the profile and feature set (its file).
+    Payload(String),
+    /// The payload ships no FeatureGate manifest for the profile and feature set: no gate
+    /// filter.
+    NoPayloadFeatureGate,
 }
 
 /// The feature set and gates of a run, and where they come from.
@@ -130,6 +139,46 @@ pub fn for_run(
     }
 }
 
+/// The run's features without a cluster: the feature set of `filters` (the flag, or
+/// `Default`), and the gates of `--feature-gates` when `gates_flag` says it was given, else those
+/// the payload's FeatureGate manifest `feature_gate` (its file and object) enables: its
+/// `status.featureGates` entry for `version`, else its entry for `""` (the payload's manifests
+/// leave the version empty; the cluster-config-operator fills it in). No manifest turns the gate
+/// filter off, as no FeatureGate `cluster` does.
+#[must_use]
+pub fn for_payload(
+    filters: &Filters,
+    gates_flag: bool,
+    feature_gate: Option<(&str, &Value)>,
+    version: &str,
+) -> Features {
+    let mut version_listed = false;
+    let mut entry_version = version.to_owned();
+    let (gates, gates_from) = if gates_flag {
+        (filters.feature_gates.clone(), Source::Flag)
+    } else if let Some((file, fg)) = feature_gate {
+        let (mut gates, mut listed) = enabled_for(fg, version);
+        if !listed {
+            (gates, listed) = enabled_for(fg, "");
+            if listed {
+                entry_version = String::new();
+            }
+        }
+        version_listed = listed;
+        (Some(gates), Source::Payload(file.to_owned()))
+    } else {
+        (None, Source::NoPayloadFeatureGate)
+    };
+    Features {
+        feature_set: filters.feature_set.clone(),
+        feature_set_from: Source::Flag,
+        gates,
+        gates_from,
+        version: entry_version,
+        version_listed,
+    }
+}
+
 impl Features {
     /// `filters` with this feature set and these gates.
     #[must_use]
@@ -151,9 +200,11 @@ impl fmt::Display for Features {
             &self.feature_set
         };
         let set_from = match self.feature_set_from {
+            Source::Flag if self.feature_set.is_empty() => "default",
             Source::Flag => "--feature-set",
             Source::Cluster => "FeatureGate cluster",
             Source::NoFeatureGate => "no FeatureGate cluster",
+            Source::Payload(_) | Source::NoPayloadFeatureGate => "payload",
         };
         write!(f, "feature set {set} ({set_from}); ")?;
         let list = |gates: &BTreeSet<String>| {
@@ -175,6 +226,28 @@ impl fmt::Display for Features {
                 f,
                 "feature gates none enabled (FeatureGate cluster lists no version {})",
                 self.version
+            ),
+            // A payload's manifest enables dozens of gates: the count, and where they are.
+            (Source::Payload(file), Some(g)) if self.version_listed => {
+                let entry = if self.version.is_empty() {
+                    String::new()
+                } else {
+                    format!(", version {}", self.version)
+                };
+                write!(
+                    f,
+                    "feature gates of the payload's FeatureGate {file} ({} enabled{entry})",
+                    g.len()
+                )
+            }
+            (Source::Payload(file), _) => write!(
+                f,
+                "feature gates none enabled (the payload's FeatureGate {file} lists neither version {} nor \"\")",
+                self.version
+            ),
+            (Source::NoPayloadFeatureGate, _) => write!(
+                f,
+                "no feature gate filter, gated manifests kept (the payload ships no FeatureGate for this profile and feature set)"
             ),
             _ => write!(
                 f,

@@ -112,6 +112,39 @@ impl Payload {
     }
 }
 
+impl Payload {
+    /// The payload filtered again with `filters`: every manifest, included or excluded before,
+    /// goes through the load-time checks once more, in load order. The same as a load with
+    /// `filters`, without reading or parsing anything (templates are rendered with the profile of
+    /// the first load, so the profile must not change).
+    #[must_use]
+    pub fn refiltered(mut self, filters: &Filters) -> Payload {
+        let major = self.metadata.as_ref().map(|m| m.version.major);
+        let mut all: Vec<Manifest> = self.manifests.drain(..).collect();
+        all.extend(self.excluded.drain(..).map(|e| e.manifest));
+        all.sort_by(|a, b| load_order(a).cmp(&load_order(b)));
+        for m in all {
+            match filters.include_at_load(&m, major) {
+                Ok(()) => self.manifests.push(m),
+                Err(reason) => self.excluded.push(Excluded {
+                    manifest: m,
+                    reason,
+                }),
+            }
+        }
+        self
+    }
+}
+
+/// A manifest's place in load order: `manifests/` first, then by file name, then by document.
+pub(crate) fn load_order(m: &Manifest) -> (bool, &str, usize) {
+    (
+        m.source == Source::ReleaseManifests,
+        m.file.as_str(),
+        m.document,
+    )
+}
+
 /// Where a payload's files are: the two manifest directories (either may be absent) and the
 /// directory holding `release-metadata` and `image-references`.
 #[derive(Debug, Clone)]
@@ -511,18 +544,10 @@ fn on_parse_threads<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// As [`load`].
 pub fn load_unfiltered(root: &Path, options: &LoadOptions) -> Result<Payload, LoadError> {
     let mut p = load(root, options)?;
-    let mut all: Vec<(usize, Manifest)> = Vec::new();
-    let order = |m: &Manifest| {
-        (
-            m.source == Source::ReleaseManifests,
-            m.file.clone(),
-            m.document,
-        )
-    };
-    all.extend(p.manifests.drain(..).map(|m| (0, m)));
-    all.extend(p.excluded.drain(..).map(|e| (0, e.manifest)));
-    all.sort_by_key(|(_, m)| order(m));
-    p.manifests = all.into_iter().map(|(_, m)| m).collect();
+    let mut all: Vec<Manifest> = p.manifests.drain(..).collect();
+    all.extend(p.excluded.drain(..).map(|e| e.manifest));
+    all.sort_by(|a, b| load_order(a).cmp(&load_order(b)));
+    p.manifests = all;
     Ok(p)
 }
 

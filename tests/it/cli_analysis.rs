@@ -263,3 +263,128 @@ fn upgrade_plan_dot() {
     assert!(r.stdout.starts_with("digraph upgrade {"));
     insta::assert_snapshot!(r.stdout);
 }
+
+/// The real release payloads `openshift-4.21` and `openshift-4.22` of the shared corpus, as
+/// absolute paths; one clear line when they are missing.
+fn real_pair() -> (String, String) {
+    let [old, new] = ["openshift-4.21", "openshift-4.22"].map(|name| {
+        let path = crate::support::corpus(name);
+        assert!(
+            path.is_dir(),
+            "{} is missing: the real release payloads are shared reference data (see ../shared/payloads/REAL-4.21-4.22-SOURCES.md)",
+            path.display()
+        );
+        path.display().to_string()
+    });
+    (old, new)
+}
+
+/// `lint -o json NEW --previous OLD [extra]` on the real pair: exit code and every finding.
+fn lint_real(extra: &[&str]) -> (i32, Vec<Value>) {
+    let (old, new) = real_pair();
+    let mut args = vec![
+        "lint",
+        "-o",
+        "json",
+        new.as_str(),
+        "--previous",
+        old.as_str(),
+    ];
+    args.extend(extra);
+    let r = minicvo(&args);
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("lint output is not JSON ({e}): {}", r.stderr));
+    let findings = v["profiles"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .clone();
+    (r.code, findings)
+}
+
+fn finding<'a>(findings: &'a [Value], rule: &str, kind: &str, name: &str) -> Option<&'a Value> {
+    findings
+        .iter()
+        .find(|f| f["rule"] == rule && f["object"]["kind"] == kind && f["object"]["name"] == name)
+}
+
+/// On a Default cluster the CVO never applies what `ClusterAPIMachineManagement` gates (the
+/// payload's own FeatureGate for SelfManagedHA Default lists it as disabled), the node-tuning
+/// ClusterRoleBindings' `userNames` is dropped by the CVO's typed decoding, and the dns
+/// operator's narrowed ClusterRole takes no right its pods are known to use: no error.
+#[test]
+fn lint_real_4_21_to_4_22_default_has_no_error_and_exits_0() {
+    let (code, findings) = lint_real(&[]);
+    let errors: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(code, 0);
+    assert!(
+        findings.iter().all(|f| !f["file"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cluster-api")),
+        "a manifest gated by ClusterAPIMachineManagement is linted under Default"
+    );
+    let dns = finding(
+        &findings,
+        "rights-lost-before-rollout",
+        "ClusterRole",
+        "openshift-dns-operator",
+    )
+    .expect("the dns operator's narrowed ClusterRole");
+    assert_eq!(dns["severity"], "warning", "{dns}");
+    let tuned = finding(
+        &findings,
+        "schema",
+        "ClusterRoleBinding",
+        "cluster-node-tuning:tuned",
+    )
+    .expect("the userNames of cluster-node-tuning:tuned");
+    assert_eq!(tuned["severity"], "warning", "{tuned}");
+}
+
+/// Under TechPreviewNoUpgrade the payload's own FeatureGate enables `ClusterAPIMachineManagement`,
+/// and ClusterAPI `cluster` is planned in parallel with the CRD that defines it.
+#[test]
+fn lint_real_4_21_to_4_22_tech_preview_finds_the_cluster_api_cr_beside_its_crd() {
+    let (code, findings) = lint_real(&["--feature-set", "TechPreviewNoUpgrade"]);
+    let capi = finding(&findings, "crd-order", "ClusterAPI", "cluster")
+        .expect("crd-order of ClusterAPI cluster");
+    assert_eq!(capi["severity"], "error", "{capi}");
+    assert!(
+        capi["message"].as_str().unwrap().contains(
+            "in parallel with CustomResourceDefinition clusterapis.operator.openshift.io"
+        ),
+        "{capi}"
+    );
+    assert_eq!(code, 1);
+}
+
+/// The text output names the FeatureGate manifests the gates come from.
+#[test]
+fn lint_real_prints_where_the_feature_gates_come_from() {
+    let (old, new) = real_pair();
+    let r = minicvo(&[
+        "lint",
+        "--no-schema",
+        new.as_str(),
+        "--previous",
+        old.as_str(),
+    ]);
+    assert!(
+        r.stdout.contains(
+            "features: feature set Default (default); feature gates of the payload's FeatureGate release-manifests/0000_50_cluster-config-api_featureGate-4-10-SelfManagedHA-Default.yaml (33 enabled)"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(
+            "previous payload's features: feature set Default (default); feature gates of the payload's FeatureGate release-manifests/0000_50_cluster-config-api_featureGate-SelfManagedHA-Default.yaml (44 enabled)"
+        ),
+        "{}",
+        r.stdout
+    );
+}

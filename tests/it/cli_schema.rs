@@ -24,8 +24,11 @@ fn lint_json_has_the_schema_findings_with_their_paths() {
         .filter(|f| f["rule"] == "schema")
         .map(|f| f["message"].as_str().unwrap())
         .collect();
+    // A Deployment is decoded into its Go type by the CVO, which drops the unknown field.
     assert!(
-        messages.contains(&"unknown field \"spec.replica\""),
+        messages
+            .iter()
+            .any(|m| m.starts_with("unknown field \"spec.replica\": the CVO decodes a Deployment")),
         "{messages:?}"
     );
     assert!(

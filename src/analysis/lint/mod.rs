@@ -13,10 +13,12 @@
 //! | `ignored-tombstone` | [`tombstones`] | warning or info |
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
-//! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
+//! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace or an unknown field the CVO's typed decoding drops, info for unchecked CEL) |
 //! | `invalid-delete-annotation` | [`delete_annotation`] | error |
 //! | `not-rolled-out` | [`not_rolled_out`] | warning (with `--previous`) |
-//! | `rights-lost-before-rollout` | [`rights_narrowed`] | error (with `--previous`) |
+//! | `rights-lost-before-rollout` | [`rights_narrowed`] | error when leader election is lost or a `roleRef` changes, warning otherwise (with `--previous`) |
+//!
+//! The payload is linted with the feature gates of its own FeatureGate manifest ([`features`]).
 
 pub mod applied_and_deleted;
 pub mod cluster_operators;
@@ -24,6 +26,7 @@ pub mod crd_order;
 pub mod delete_annotation;
 pub mod delete_before_user;
 pub mod duplicates;
+pub mod features;
 pub mod namespace_order;
 pub mod not_rolled_out;
 pub mod report;

@@ -17,6 +17,10 @@ pub struct ProfileReport {
     pub profile: String,
     /// The feature set in force.
     pub feature_set: String,
+    /// Where the feature set and gates come from (`features: …` in the text output), for the
+    /// payload and, with `--previous`, for the previous payload.
+    #[serde(skip)]
+    pub features: Vec<String>,
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
 }
@@ -108,6 +112,9 @@ pub fn text(report: &Report) -> String {
             p.feature_set,
             Counts::of(&p.findings)
         );
+        for line in &p.features {
+            let _ = writeln!(out, "{line}");
+        }
         for f in &p.findings {
             out.push('\n');
             finding(&mut out, f);
@@ -219,6 +226,7 @@ mod tests {
             profiles: vec![ProfileReport {
                 profile: "a".into(),
                 feature_set: "Default".into(),
+                features: Vec::new(),
                 findings: vec![f],
             }],
         }

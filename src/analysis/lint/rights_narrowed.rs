@@ -15,14 +15,18 @@
 //! - an apply of a RoleBinding or ClusterRoleBinding of the previous payload that no longer
 //!   names that ServiceAccount among its subjects, or that names another role.
 //!
-//! Either is an error when it can run before or in parallel with the workload's update, or
-//! before its component's ClusterOperator wait. Roles with an `aggregationRule` are left out:
+//! Either is reported when it can run before or in parallel with the workload's update, or
+//! before its component's ClusterOperator wait: as an error when the pods lose a right they are
+//! known to use (leader election on leases, [`known_used_lost`]) or the binding's `roleRef`
+//! changes (the API server refuses the apply), as a warning otherwise (nothing is known to
+//! break; also when the role is not in the previous payload, so what is lost is unknown). Roles with an `aggregationRule` are left out:
 //! their rules belong to the aggregation controller, not to the payload.
 //!
 //! The new pods can lack a right too: when this payload moves a workload of the previous payload
 //! to another ServiceAccount, and the binding that grants the new account a role the old pods
 //! held runs only after (or in parallel with) the workload's update, the new pods start without
-//! that role. An apply of such a binding is an error as well, unless a binding of the previous
+//! that role. An apply of such a binding is reported as well (an error when the role grants
+//! leader election, a warning otherwise), unless a binding of the previous
 //! payload, or one of this payload that runs before the update, already grants the role to the
 //! new account.
 
@@ -34,7 +38,7 @@ use crate::analysis::references::{
 };
 use crate::manifest::{Manifest, ObjectId};
 use crate::plan::{Action, Task};
-use crate::rbac::{Right, describe, lost_rights};
+use crate::rbac::{Right, describe, known_used_lost, lost_rights, policy_rules};
 
 const RBAC: &str = "rbac.authorization.k8s.io";
 
@@ -146,8 +150,8 @@ pub fn check(cx: &Context) -> Vec<Finding> {
             roles_by_id
                 .get(&m.id)
                 .filter(|r| !aggregated(r) && !aggregated(m))
-                .map(|r| Change::Role(lost_rights(r, m)))
-                .filter(|c| !matches!(c, Change::Role(lost) if lost.is_empty()))
+                .map(|r| Change::Role(r, lost_rights(r, m)))
+                .filter(|c| !matches!(c, Change::Role(_, lost) if lost.is_empty()))
         } else if is_binding(m) {
             bindings_by_id.get(&m.id).map(|b| Change::Binding(b))
         } else {
@@ -159,7 +163,7 @@ pub fn check(cx: &Context) -> Vec<Finding> {
         let reached = users_of.get(&m.id).map_or(&[][..], Vec::as_slice);
         for (w, uses, service_account) in reached.iter().map(|&i| &users[i]) {
             let loss = match &change {
-                Change::Role(lost) => {
+                Change::Role(_, lost) => {
                     let granting: Vec<&Manifest> = uses
                         .iter()
                         .filter(|u| u.target == m.id)
@@ -190,12 +194,55 @@ pub fn check(cx: &Context) -> Vec<Finding> {
                 }
             };
             if let Some(late) = too_early(cx, t.id, &w.id) {
-                findings.push(finding(cx, t.id, w, service_account, &loss, late));
+                let known = match (&change, &loss) {
+                    (Change::Role(old_role, _), _) => {
+                        Some(known_used_lost(&policy_rules(old_role), &policy_rules(m)))
+                    }
+                    (Change::Binding(old_binding), _) => role_of(old_binding)
+                        .and_then(|id| roles_by_id.get(&id).copied())
+                        .map(|r| known_used_lost(&policy_rules(r), &[])),
+                };
+                findings.push(finding(
+                    cx,
+                    t.id,
+                    (w, service_account),
+                    &loss,
+                    known.as_deref(),
+                    late,
+                ));
             }
         }
     }
-    findings.extend(late_bindings(cx, &old(is_workload), &bindings));
+    findings.extend(late_bindings(
+        cx,
+        &old(is_workload),
+        &bindings,
+        &roles_by_id,
+    ));
     findings
+}
+
+/// How bad losing rights is: an error when `known` (the rights the pods are known to use that
+/// they lose, `None` when the rule cannot tell) is not empty, a warning otherwise; and the words
+/// that say why.
+fn severity_of(known: Option<&[Right]>) -> (Severity, String) {
+    match known {
+        Some(k) if !k.is_empty() => (
+            Severity::Error,
+            format!(
+                "; leader election needs {}, so the pods can no longer hold their lease",
+                describe(k)
+            ),
+        ),
+        Some(_) => (
+            Severity::Warning,
+            "; none of the lost rights is known to be used by the pods (leader election keeps its rights)".into(),
+        ),
+        None => (
+            Severity::Warning,
+            "; the role is not in the previous payload, so whether the pods use what they lose is unknown".into(),
+        ),
+    }
 }
 
 /// The roles among `uses` (granted through a binding), with the account they are granted to.
@@ -218,6 +265,7 @@ fn late_bindings(
     cx: &Context,
     old_workloads: &[&Manifest],
     old_bindings: &[&Manifest],
+    old_roles: &HashMap<&ObjectId, &Manifest>,
 ) -> Vec<Finding> {
     let new_bindings: Vec<&Task> = cx
         .plan
@@ -276,7 +324,24 @@ fn late_bindings(
                     continue;
                 }
                 seen.push((b.id, role.clone()));
-                findings.push(late_binding(cx, b.id, u.id, old_w, &account, &role));
+                // What the new pods start without: the role's rules in this payload, else in
+                // the previous one.
+                let rules = cx
+                    .plan
+                    .tasks
+                    .iter()
+                    .find(|t| applies(t) && is_role(&t.manifest) && t.manifest.id == role)
+                    .map(|t| &t.manifest)
+                    .or_else(|| old_roles.get(&role).copied())
+                    .map(policy_rules);
+                let known = rules.map(|r| known_used_lost(&r, &[]));
+                findings.push(late_binding(
+                    cx,
+                    (b.id, u.id),
+                    old_w,
+                    (&account, &role),
+                    known.as_deref(),
+                ));
             }
         }
     }
@@ -285,11 +350,10 @@ fn late_bindings(
 
 fn late_binding(
     cx: &Context,
-    b: usize,
-    u: usize,
+    (b, u): (usize, usize),
     old_w: &Manifest,
-    account: &str,
-    role: &ObjectId,
+    (account, role): (&str, &ObjectId),
+    known: Option<&[Right]>,
 ) -> Finding {
     let w = &cx.plan.tasks[u].manifest.id;
     let order = if cx.runs_before(u, b) {
@@ -297,12 +361,13 @@ fn late_binding(
     } else {
         "in parallel with"
     };
+    let (severity, why) = severity_of(known);
     Finding::at(
         Rule::RightsLostBeforeRollout,
-        Severity::Error,
+        severity,
         cx.location(b),
         format!(
-            "applied {order} the update of {w}, whose new pods run as {account}: they start without {role}, which this binding grants them and which the pods of the previous payload held"
+            "applied {order} the update of {w}, whose new pods run as {account}: they start without {role}, which this binding grants them and which the pods of the previous payload held{why}"
         ),
     )
     .hint(format!(
@@ -315,8 +380,8 @@ fn late_binding(
 
 /// How an apply of NEW changes an RBAC object of the previous payload.
 enum Change<'a> {
-    /// A role loses these rights.
-    Role(Vec<Right>),
+    /// A role (the previous payload's version) loses these rights.
+    Role(&'a Manifest, Vec<Right>),
     /// A binding is applied again; the previous payload's version.
     Binding(&'a Manifest),
 }
@@ -325,7 +390,14 @@ fn name(id: Option<&ObjectId>) -> String {
     id.map_or_else(|| "none".to_string(), ToString::to_string)
 }
 
-fn finding(cx: &Context, a: usize, w: &Manifest, sa: &str, loss: &Loss, late: Late) -> Finding {
+fn finding(
+    cx: &Context,
+    a: usize,
+    (w, sa): (&Manifest, &str),
+    loss: &Loss,
+    known: Option<&[Right]>,
+    late: Late,
+) -> Finding {
     let m = &cx.plan.tasks[a].manifest;
     let what = match loss {
         Loss::Narrowed(granting, lost) => format!(
@@ -370,11 +442,17 @@ fn finding(cx: &Context, a: usize, w: &Manifest, sa: &str, loss: &Loss, late: La
             later_hint(cx, Some(c)),
         ),
     };
+    // A changed roleRef fails the apply itself (the API server refuses it): a break whatever the
+    // pods use.
+    let (severity, why) = match loss {
+        Loss::RoleRefChanged(..) => (Severity::Error, String::new()),
+        _ => severity_of(known),
+    };
     let mut f = Finding::at(
         Rule::RightsLostBeforeRollout,
-        Severity::Error,
+        severity,
         cx.location(a),
-        format!("applied {when}; it {what}"),
+        format!("applied {when}; it {what}{why}"),
     )
     .hint(hint)
     .related("user", Location::of(w, Side::Previous));

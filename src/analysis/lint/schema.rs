@@ -4,8 +4,10 @@
 //! Built-in kinds are checked against the stored schemas of the chosen Kubernetes version,
 //! custom resources against their CRD from the payload, `--crds DIR` or the previous payload
 //! (in that order of precedence). A violation is an error; a namespace on a cluster-scoped
-//! kind, which the server drops, is a warning; a CRD with CEL rules is noted once (info), as
-//! CEL is not evaluated offline. Objects of kinds with no known schema are left to
+//! kind, which the server drops, is a warning; so is an unknown field of a kind the CVO decodes
+//! into its Go type ([`typed_kind`]: RBAC kinds, Deployments, ConfigMaps, CRDs, …), which the
+//! decoding drops before anything is sent; a CRD with CEL rules is noted once (info), as CEL is
+//! not evaluated offline. Objects of kinds with no known schema are left to
 //! `unserved-kind`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,7 +17,8 @@ use rayon::prelude::*;
 
 use super::{Context, Finding, Location, Rule, Severity, Side, applies};
 use crate::manifest::Manifest;
-use crate::schema::{BuiltIn, Catalog, CompiledCrd, SchemaError, Verdict};
+use crate::merge::typed_kind;
+use crate::schema::{BuiltIn, Catalog, CompiledCrd, SchemaError, Verdict, Violation};
 use serde_json::Value;
 
 /// The catalog for `cx`: the built-in kinds, then the CRDs of the previous payload, of
@@ -165,6 +168,21 @@ pub fn check_early(
     Ok(findings(cx, all))
 }
 
+/// An unknown field of a kind the CVO decodes into its Go type ([`typed_kind`]): the decoding
+/// drops the field, so the CVO never sends it and the API server never sees it. Strict field
+/// validation would refuse it, but nothing breaks: a warning.
+fn dropped_field(location: Location, kind: &str, v: &Violation) -> Finding {
+    Finding::at(
+        Rule::Schema,
+        Severity::Warning,
+        location,
+        format!(
+            "{v}: the CVO decodes a {kind} into its Go type, which drops the field, so it is never sent (the API server would refuse it under strict field validation)"
+        ),
+    )
+    .hint("remove the field, or correct its name: the cluster never gets it")
+}
+
 /// The findings of verdicts in task order: one per violation, and one note per CRD whose CEL
 /// rules were not evaluated.
 fn findings(cx: &Context, verdicts: Vec<(usize, Verdict)>) -> Vec<Finding> {
@@ -178,11 +196,17 @@ fn findings(cx: &Context, verdicts: Vec<(usize, Verdict)>) -> Vec<Finding> {
         else {
             continue;
         };
-        let location = Location::of(&cx.plan.tasks[i].manifest, Side::Payload);
+        let m = &cx.plan.tasks[i].manifest;
+        let location = Location::of(m, Side::Payload);
         if let Some(crd) = cel_unchecked {
             cel.entry(crd).or_insert_with(|| location.clone());
         }
+        let typed = typed_kind(&m.api_version, &m.id.kind).is_some();
         for v in violations {
+            if v.unknown_field && typed && !v.warning {
+                findings.push(dropped_field(location.clone(), &m.id.kind, &v));
+                continue;
+            }
             let severity = if v.warning {
                 Severity::Warning
             } else {
@@ -218,7 +242,51 @@ mod tests {
     use crate::analysis::lint::testutil::*;
 
     #[test]
-    fn a_typo_in_a_deployment_is_an_error_at_its_document() {
+    fn a_typo_in_a_kind_the_cvo_sends_as_is_is_an_error_at_its_document() {
+        // A PodDisruptionBudget takes the CVO's generic path: the manifest is sent unchanged.
+        let pdb = obj(
+            "policy/v1",
+            "PodDisruptionBudget",
+            "ns1",
+            "p",
+            "",
+            "spec:\n  minAvailable: 1\n  selectr: {matchLabels: {a: b}}\n",
+        );
+        let f = run_schema(&[("0000_50_a_01_pdb.yaml", &pdb)]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].message, "unknown field \"spec.selectr\"");
+        assert_eq!(
+            f[0].location.as_ref().unwrap().file,
+            "release-manifests/0000_50_a_01_pdb.yaml"
+        );
+    }
+
+    #[test]
+    fn user_names_of_a_cluster_role_binding_is_a_warning_the_cvo_drops_it() {
+        // The legacy `userNames` of 4.21's and 4.22's node-tuning ClusterRoleBindings.
+        let crb = obj(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBinding",
+            "",
+            "tuned",
+            "",
+            "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tuned}\nsubjects:\n- {kind: ServiceAccount, name: tuned, namespace: ns1}\nuserNames:\n- system:serviceaccount:ns1:tuned\n",
+        );
+        let f = run_schema(&[("0000_50_a_01_rbac.yaml", &crb)]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].message.starts_with(
+                "unknown field \"userNames\": the CVO decodes a ClusterRoleBinding into its Go type, which drops the field"
+            ),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn a_typo_in_a_deployment_is_a_warning_the_cvo_drops_it() {
         let deploy = obj(
             "apps/v1",
             "Deployment",
@@ -229,11 +297,12 @@ mod tests {
         );
         let f = run_schema(&[("0000_50_a_01_deploy.yaml", &deploy)]);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(f[0].severity, Severity::Error);
-        assert_eq!(f[0].message, "unknown field \"spec.replica\"");
-        assert_eq!(
-            f[0].location.as_ref().unwrap().file,
-            "release-manifests/0000_50_a_01_deploy.yaml"
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].message
+                .starts_with("unknown field \"spec.replica\": the CVO decodes a Deployment"),
+            "{}",
+            f[0].message
         );
     }
 

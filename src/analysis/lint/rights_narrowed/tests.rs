@@ -510,3 +510,119 @@ fn same_account_with_its_old_binding_needs_no_new_binding() {
     ]);
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// ClusterRole `op` keeping leader election ([`FULL`]'s lease rights) but losing `list` on
+/// configmaps.
+const KEEPS_LEASES: &str = "- apiGroups: [\"coordination.k8s.io\"]\n  resources: [leases]\n  verbs: [get, update, create]\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get]\n";
+
+/// Only a lost right the pods are known to use (leader election) is an error; a lost right
+/// nothing shows they use, or one the rule cannot see, is a warning (the dns operator's
+/// ClusterRole losing `create` on networks.config.openshift.io in 4.22 is one).
+#[test]
+fn rights_not_known_to_be_used_are_a_warning() {
+    let cases: Vec<(&str, Files, Severity, &str)> = vec![
+        (
+            "narrowed, leader election kept",
+            vec![
+                ("0000_50_op_02_role.yaml", role(KEEPS_LEASES)),
+                keep_binding(),
+            ],
+            Severity::Warning,
+            "the pods lose list on configmaps; none of the lost rights is known to be used by the pods",
+        ),
+        (
+            "narrowed, leader election lost",
+            vec![("0000_50_op_02_role.yaml", role(NARROW)), keep_binding()],
+            Severity::Error,
+            "the pods lose update,create on leases.coordination.k8s.io; leader election needs create,update on leases.coordination.k8s.io",
+        ),
+        (
+            "a `*` verb narrowed to the verbs leader election uses",
+            vec![
+                (
+                    "0000_50_op_02_role.yaml",
+                    role(
+                        "- apiGroups: [\"coordination.k8s.io\"]\n  resources: [leases]\n  verbs: [get, update, create]\n- apiGroups: [\"\"]\n  resources: [configmaps, secrets]\n  verbs: [get, list, watch]\n",
+                    ),
+                ),
+                keep_binding(),
+            ],
+            Severity::Warning,
+            "none of the lost rights is known to be used",
+        ),
+    ];
+    for (case, extra, severity, text) in cases {
+        // The old role grants every verb on leases for the third case.
+        let old_rules = if case.starts_with("a `*`") {
+            WIDE
+        } else {
+            FULL
+        };
+        let mut old_files = old();
+        old_files[1].1 = role(old_rules);
+        let findings = lint_files(&refs(&new(extra)), Some(&refs(&old_files)));
+        let found = of_rule(&findings, Rule::RightsLostBeforeRollout);
+        assert_eq!(found.len(), 1, "{case}: {found:#?}");
+        assert_eq!(found[0].severity, severity, "{case}: {}", found[0].message);
+        assert!(
+            found[0].message.contains(text),
+            "{case}: {}",
+            found[0].message
+        );
+    }
+}
+
+/// A binding of a role the previous payload does not ship (a default role of the API server):
+/// what the pods lose is unknown, so dropping their account from it is a warning.
+#[test]
+fn subject_dropped_from_a_role_outside_the_payload_is_a_warning() {
+    let mut old_files = old();
+    old_files[2].1 = binding("view", DEFAULT_SA);
+    let extra = vec![
+        ("0000_50_op_02_role.yaml", role(FULL)),
+        ("0000_50_op_03_binding.yaml", binding("view", OTHER_SA)),
+    ];
+    let findings = lint_files(&refs(&new(extra)), Some(&refs(&old_files)));
+    let found = of_rule(&findings, Rule::RightsLostBeforeRollout);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert!(
+        found[0]
+            .message
+            .contains("the role is not in the previous payload"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn leader_election_rights_are_probed_by_verb_and_lease_name() {
+    use crate::rbac::{known_used_lost, rules_of};
+    let rules = |v: Value| rules_of(Some(&v));
+    let leases = |verbs: Value, names: Value| json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs, "resourceNames": names}]);
+    // `*` kept as get, create, update: nothing leader election uses is lost.
+    assert!(
+        known_used_lost(
+            &rules(leases(json!(["*"]), json!([]))),
+            &rules(leases(json!(["get", "create", "update"]), json!([])))
+        )
+        .is_empty()
+    );
+    // update on the named lease lost.
+    let lost = known_used_lost(
+        &rules(leases(json!(["get", "update"]), json!(["op-lock"]))),
+        &rules(leases(json!(["get"]), json!(["op-lock"]))),
+    );
+    assert_eq!(
+        crate::rbac::describe(&lost),
+        "update on leases.coordination.k8s.io named op-lock"
+    );
+    // Rights on other resources never count.
+    assert!(
+        known_used_lost(
+            &rules(json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}])),
+            &[]
+        )
+        .is_empty()
+    );
+}
