@@ -71,14 +71,6 @@ pub const CASES: &[Case] = &[
         "manifests/0000_00_cvo_01_bad.yaml: document 0 (line 4): invalid YAML: unclosed bracket '[' (column 9)",
     ),
     committed(
-        "duplicate_mapping_key",
-        "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 3): invalid YAML: duplicate mapping key \"kind\" (column 1)\nhint: the CVO would silently keep the last value; remove the other one",
-    ),
-    committed(
-        "duplicate_mapping_key_in_second_document",
-        "release-manifests/0000_20_example_01_bad.yaml: document 1 (line 19): invalid YAML: duplicate mapping key \"a\" (column 3)\nhint: the CVO would silently keep the last value; remove the other one",
-    ),
-    committed(
         "duplicate_object_in_one_file",
         "release-manifests/0000_20_example_01_bad.yaml: document 1 (line 9): duplicate object ConfigMap example/x, first defined in document 0 (line 1)",
     ),
