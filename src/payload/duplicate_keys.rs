@@ -48,7 +48,10 @@ pub fn duplicate_keys(text: &str) -> Vec<DuplicateKey> {
         let line = span.start.line();
         let starts_node = matches!(
             event,
-            Event::Scalar(..) | Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(_)
+            Event::Scalar(..)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..)
+                | Event::Alias(_)
         );
         if starts_node {
             if stack.is_empty() {
@@ -56,8 +59,7 @@ pub fn duplicate_keys(text: &str) -> Vec<DuplicateKey> {
                     if *style == serde_saphyr::granit_parser::ScalarStyle::Plain
                         && matches!(v.as_ref(), "" | "~" | "null" | "Null" | "NULL"));
             }
-            if let Some(Frame::Mapping { keys, next_is_key }) = stack.last_mut()
-            {
+            if let Some(Frame::Mapping { keys, next_is_key }) = stack.last_mut() {
                 let is_key = *next_is_key;
                 *next_is_key = !is_key;
                 if is_key && let Event::Scalar(key, ..) = &event {

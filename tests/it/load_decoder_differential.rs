@@ -17,9 +17,8 @@ fn payloads() -> Vec<PathBuf> {
     let shared = root.join("../shared/payloads");
     let mut dirs = Vec::new();
     for base in [shared.clone(), root.join("payload")] {
-        let entries = std::fs::read_dir(&base).unwrap_or_else(|e| {
-            panic!("the payload corpus is missing: {}: {e}", base.display())
-        });
+        let entries = std::fs::read_dir(&base)
+            .unwrap_or_else(|e| panic!("the payload corpus is missing: {}: {e}", base.display()));
         for e in entries {
             let p = e.expect("dir entry").path();
             if p.join("release-manifests").is_dir() || p.join("manifests").is_dir() {
@@ -88,7 +87,11 @@ fn every_object_decodes_as_library_go_decodes_it() {
         let payload = load_unfiltered(dir, &LoadOptions::default())
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let mut ours: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        for m in payload.manifests.iter().chain(payload.excluded.iter().map(|e| &e.manifest)) {
+        for m in payload
+            .manifests
+            .iter()
+            .chain(payload.excluded.iter().map(|e| &e.manifest))
+        {
             ours.entry(m.path())
                 .or_default()
                 .push(normalized(&m.object));
@@ -155,5 +158,8 @@ fn every_object_decodes_as_library_go_decodes_it() {
         differences.join("\n")
     );
     assert!(objects > 2_000, "only {objects} objects compared");
-    eprintln!("{} payloads, {files} files, {objects} objects: all equal", dirs.len());
+    eprintln!(
+        "{} payloads, {files} files, {objects} objects: all equal",
+        dirs.len()
+    );
 }

@@ -73,8 +73,15 @@ mod tests {
         let findings = super::check(&cx, dir.path());
         assert_eq!(findings.len(), 1, "{findings:?}");
         let f = &findings[0];
-        assert_eq!((f.rule, f.severity), (Rule::DuplicateKey, Severity::Warning));
-        assert!(f.message.contains("\"k\" repeated at line"), "{}", f.message);
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::DuplicateKey, Severity::Warning)
+        );
+        assert!(
+            f.message.contains("\"k\" repeated at line"),
+            "{}",
+            f.message
+        );
         assert_eq!(
             f.location.as_ref().unwrap().file,
             "release-manifests/0000_50_op_01_a.yaml"

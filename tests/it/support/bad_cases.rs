@@ -51,14 +51,6 @@ const BAD: &str = "release-manifests/0000_20_example_01_bad.yaml";
 /// Every case, committed and generated.
 pub const CASES: &[Case] = &[
     committed(
-        "annotation_value_not_a_string",
-        "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 1): annotation \"release.openshift.io/delete\" must be a string, found a boolean\nhint: quote the value, e.g. \"true\"",
-    ),
-    committed(
-        "annotations_is_a_list",
-        "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 1): metadata.annotations must be an object, found a list",
-    ),
-    committed(
         "api_version_is_a_list",
         "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 1): apiVersion must be a string, found a list",
     ),
@@ -125,10 +117,6 @@ pub const CASES: &[Case] = &[
     committed(
         "kind_is_a_number",
         "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 1): kind must be a string, found a number",
-    ),
-    committed(
-        "label_value_not_a_string",
-        "release-manifests/0000_20_example_01_bad.yaml: document 0 (line 1): label \"replicas\" must be a string, found a number\nhint: quote the value, e.g. \"true\"",
     ),
     committed(
         "list_document",

@@ -18,7 +18,9 @@ pub fn go_tool(name: &str, dir: &Path) -> PathBuf {
         }
     }
     let out = dir.join(name);
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/tools").join(name);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("hack/tools")
+        .join(name);
     let status = Command::new("go")
         .args(["build", "-o"])
         .arg(&out)
