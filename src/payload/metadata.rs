@@ -131,8 +131,16 @@ pub fn parse_image_references(file: &str, text: &str) -> Result<ImageReferences,
             return Err(bad("spec.tags must be a list".to_string()));
         };
         for (i, tag) in tags.iter().enumerate() {
-            let Some(tag_name) = tag.get("name").and_then(Value::as_str) else {
-                return Err(bad(format!("spec.tags[{i}] has no name")));
+            // The CVO decodes the file into its ImageStream type: a tag without a name is
+            // the tag "" (a name that is not a string fails its decoding, and here).
+            let tag_name = match tag.get("name") {
+                None | Some(Value::Null) => "",
+                Some(Value::String(n)) => n.as_str(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "spec.tags[{i}].name must be a string, found {other}"
+                    )));
+                }
             };
             // The CVO's `imagesFromImageRef`: a tag whose `from.kind` is `DockerImage` maps to
             // its `from.name`, the empty string when it has none; other tags are left out.
@@ -243,9 +251,15 @@ mod tests {
             .to_string()
         };
         assert_eq!(
-            refs("  - from: {kind: DockerImage, name: q/x}\n"),
-            "image-references: invalid image references: spec.tags[0] has no name"
+            refs("  - name: 7\n    from: {kind: DockerImage, name: q/x}\n"),
+            "image-references: invalid image references: spec.tags[0].name must be a string, found 7"
         );
+        let kept = parse_image_references(
+            "image-references",
+            "kind: ImageStream\napiVersion: image.openshift.io/v1\nspec:\n  tags:\n  - from: {kind: DockerImage, name: q/x}\n",
+        )
+        .expect("the CVO takes a tag without a name");
+        assert_eq!(kept.images.get(""), Some(&"q/x".to_string()));
         assert_eq!(
             refs(
                 "  - name: a\n    from: {kind: DockerImage, name: q/a}\n  - name: b\n    from: {kind: DockerImage, name: [q]}\n"

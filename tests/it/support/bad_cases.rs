@@ -83,10 +83,6 @@ pub const CASES: &[Case] = &[
         "release-manifests/image-references: invalid image references: expected apiVersion image.openshift.io/v1 kind ImageStream, found \"v1\" \"ConfigMap\"",
     ),
     committed(
-        "image_references_tag_without_name",
-        "release-manifests/image-references: invalid image references: spec.tags[0] has no name",
-    ),
-    committed(
         "image_references_tags_not_a_list",
         "release-manifests/image-references: invalid image references: spec.tags must be a list",
     ),
