@@ -3,9 +3,15 @@
 //!
 //! - Every ClusterOperator task of the plan (`wait` action) is one simulated operator; it
 //!   reports the manifest's `status.versions` (placeholders already substituted by the loader).
-//! - Its workloads are the Deployments and DaemonSets applied by the same component (the
-//!   component from the file name, `0000_<level>_<component>_...`). An operator whose
-//!   component ships no workload reports as soon as its script allows.
+//! - Its workloads ([`reporting_workloads`]) are the Deployments and DaemonSets that OpenShift
+//!   ships next to a ClusterOperator for the operator that reports it: the same component and
+//!   run-level (file name `0000_<level>_<component>_...`) and applied before the
+//!   ClusterOperator's wait in the plan's graph. A workload the plan applies only after that
+//!   wait (a later run-level, a later node) never stands for it: the wait would block the very
+//!   apply it waits for (OLM's `olm` component ships the Deployments that report
+//!   `operator-lifecycle-manager*` at run-level 50 and `cluster-olm-operator`, which reports
+//!   ClusterOperator `olm`, at 51). An operator without such a workload reports as soon as its
+//!   script allows.
 //! - A live workload is updated when its pod template carries what the manifest sets: for
 //!   every container and init container of the manifest, the same image, command, args and
 //!   literal `env` values, and the manifest's `serviceAccountName` when it names one. Release
@@ -17,7 +23,7 @@ use serde_json::Value;
 
 use crate::clusteroperator::wanted_versions;
 use crate::manifest::{Manifest, ObjectId};
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Plan, Task};
 
 /// A workload an operator's report waits for.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +59,24 @@ pub fn is_simulated_workload(m: &Manifest) -> bool {
     m.id.group == "apps" && (m.id.kind == "Deployment" || m.id.kind == "DaemonSet")
 }
 
+/// The workloads that report the ClusterOperator of task `operator`: the Deployments and
+/// DaemonSets the plan applies (or creates) in the same component and run-level, before the
+/// ClusterOperator's wait (same node and earlier, or an ancestor node). Shared by the
+/// simulated operators and the apply's workload hint, so both agree on who reports what.
+pub fn reporting_workloads<'a>(
+    plan: &'a Plan,
+    operator: &'a Task,
+) -> impl Iterator<Item = &'a Task> + 'a {
+    plan.tasks.iter().filter(move |w| {
+        matches!(w.action, Action::Apply | Action::CreateOnly)
+            && is_simulated_workload(&w.manifest)
+            && w.component.is_some()
+            && w.component == operator.component
+            && w.run_level == operator.run_level
+            && plan.runs_before(w.id, operator.id)
+    })
+}
+
 /// The operators of a plan, in task order.
 #[must_use]
 pub fn operators(plan: &Plan) -> Vec<OperatorSpec> {
@@ -61,15 +85,7 @@ pub fn operators(plan: &Plan) -> Vec<OperatorSpec> {
         if t.action != Action::Wait || out.iter().any(|o| o.name == t.manifest.id.name) {
             continue;
         }
-        let workloads = plan
-            .tasks
-            .iter()
-            .filter(|w| {
-                matches!(w.action, Action::Apply | Action::CreateOnly)
-                    && w.component.is_some()
-                    && w.component == t.component
-                    && is_simulated_workload(&w.manifest)
-            })
+        let workloads = reporting_workloads(plan, t)
             .filter_map(|w| {
                 Some(Workload {
                     id: w.manifest.id.clone(),
