@@ -27,9 +27,9 @@ use serde_json::Value;
 use crate::cluster::request;
 use crate::cluster::watch;
 use crate::manifest::ObjectId;
-use crate::simulate::pods::PodBoard;
 use crate::plan::{Plan, Task};
 use crate::simulate::operators::reporting_workloads;
+use crate::simulate::pods::PodBoard;
 
 /// A workload of the payload: kind (`Deployment` or `DaemonSet`), namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq)]
