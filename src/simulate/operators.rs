@@ -258,6 +258,76 @@ mod tests {
         );
     }
 
+    /// OLM's shape: three operators' Deployments and their ClusterOperators at run-level 50,
+    /// a Deployment applied after them in the same file order, and `cluster-olm-operator`
+    /// with ClusterOperator `olm` at 51, all of component `olm`.
+    #[test]
+    fn clusteroperator_never_waits_for_a_workload_applied_after_its_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = dir.path().join("release-manifests");
+        std::fs::create_dir_all(&rm).unwrap();
+        let include = "  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
+        let deployment = |ns: &str, name: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {ns}\n{include}spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: img:2\n"
+            )
+        };
+        let operator = |name: &str| {
+            format!(
+                "apiVersion: config.openshift.io/v1\nkind: ClusterOperator\nmetadata:\n  name: {name}\n{include}status:\n  versions:\n  - name: operator\n    version: \"2\"\n"
+            )
+        };
+        let lm = "openshift-operator-lifecycle-manager";
+        for (file, text) in [
+            (
+                "0000_50_olm_07-olm-operator.deployment.yaml",
+                deployment(lm, "olm-operator"),
+            ),
+            (
+                "0000_50_olm_08-catalog-operator.deployment.yaml",
+                deployment(lm, "catalog-operator"),
+            ),
+            (
+                "0000_50_olm_99-operatorstatus.yaml",
+                format!(
+                    "{}---\n{}",
+                    operator("operator-lifecycle-manager"),
+                    operator("operator-lifecycle-manager-catalog")
+                ),
+            ),
+            (
+                "0000_50_olm_99z-late.deployment.yaml",
+                deployment(lm, "late"),
+            ),
+            (
+                "0000_51_olm_06_deployment.yaml",
+                deployment("openshift-cluster-olm-operator", "cluster-olm-operator"),
+            ),
+            ("0000_51_olm_07_cluster_operator.yaml", operator("olm")),
+        ] {
+            std::fs::write(rm.join(file), text).unwrap();
+        }
+        let p = load(dir.path(), &LoadOptions::default()).unwrap();
+        for mode in [Mode::Updating, Mode::Initializing] {
+            let plan = plan::from_payload(p.clone(), &Filters::default(), mode, 0);
+            let ops = operators(&plan);
+            let names = |o: &OperatorSpec| -> Vec<String> {
+                o.workloads.iter().map(|w| w.id.name.clone()).collect()
+            };
+            assert_eq!(ops.len(), 3, "{mode:?}");
+            for o in &ops[..2] {
+                assert_eq!(
+                    names(o),
+                    ["olm-operator", "catalog-operator"],
+                    "{mode:?} {}",
+                    o.name
+                );
+            }
+            assert_eq!(ops[2].name, "olm");
+            assert_eq!(names(&ops[2]), ["cluster-olm-operator"], "{mode:?}");
+        }
+    }
+
     fn live(pod: Value) -> Value {
         json!({"spec": {"template": {"spec": pod}}})
     }
