@@ -4,9 +4,10 @@
 # version. A warm cache makes this a no-op. The last line printed is the bin directory.
 # The registry tools of the release-image tests (crane, the distribution registry, htpasswd)
 # come from hack/tools/registry and are built into the same bin directory, checked by their
-# own key (bin/.registry-key), so they never invalidate the plane binaries. So is gotemplate
-# (hack/tools/gotemplate, Go's text/template as the CVO renders manifests; bin/.gotemplate-key),
-# which tests/it/template_go.rs compares minicvo's renderer with.
+# own key (bin/.registry-key), so they never invalidate the plane binaries. So are the reference
+# programs gotemplate (hack/tools/gotemplate, Go's text/template as the CVO renders manifests;
+# tests/it/template_go.rs) and cvodecode (hack/tools/cvodecode, library-go's manifest decoder;
+# tests/it/load_decoder_differential.rs), each with its own key (bin/.<name>-key).
 #
 #   hack/build-testplane.sh            the plane; last line: its bin dir
 #   hack/build-testplane.sh --nodes    also the node tools; the last two lines: the plane's bin
@@ -62,27 +63,33 @@ registry_tools() {
   echo "$rkey" >"$dir/.registry-key"
 }
 
-# Builds gotemplate into $1 unless its .gotemplate-key matches (standard library only: seconds).
-gotemplate_tool() {
-  local dir=$1 gkey
+# Builds the reference program hack/tools/$2 into $1 unless its .$2-key matches: gotemplate
+# (Go's text/template, standard library only: seconds) and cvodecode (library-go's manifest
+# decoder, from the Go module proxy: about a minute cold).
+go_tool() {
+  local dir=$1 name=$2 gkey
   gkey=$({
-    cat "$ROOT"/hack/tools/gotemplate/go.mod "$ROOT"/hack/tools/gotemplate/*.go "$ROOT"/hack/tools/gotemplate/payload/*.go
+    find "$ROOT/hack/tools/$name" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | sort -z | xargs -0 cat
     go version
   } | sha256sum | cut -c1-16)
-  if [[ -x $dir/gotemplate && $(cat "$dir/.gotemplate-key" 2>/dev/null) == "$gkey" ]]; then
+  if [[ -x $dir/$name && $(cat "$dir/.$name-key" 2>/dev/null) == "$gkey" ]]; then
     return 0
   fi
-  echo "build-testplane: building gotemplate (hack/tools/gotemplate)" >&2
-  (cd "$ROOT/hack/tools/gotemplate" && go build -trimpath -o "$dir/gotemplate.new" .) >&2
-  mv "$dir/gotemplate.new" "$dir/gotemplate"
-  echo "$gkey" >"$dir/.gotemplate-key"
+  echo "build-testplane: building $name (hack/tools/$name)" >&2
+  (cd "$ROOT/hack/tools/$name" && go build -trimpath -o "$dir/$name.new" .) >&2
+  mv "$dir/$name.new" "$dir/$name"
+  echo "$gkey" >"$dir/.$name-key"
+}
+go_tools() {
+  go_tool "$1" gotemplate
+  go_tool "$1" cvodecode
 }
 
 source "$ROOT/hack/build-node-tools.sh"
 
 if ((ready)); then
   registry_tools "$bin"
-  gotemplate_tool "$bin"
+  go_tools "$bin"
   echo "build-testplane: cache hit ($bin)" >&2
   echo "$bin"
   if ((NODES)); then node_tools; fi
@@ -115,7 +122,7 @@ fi
 "$tmp/kube-apiserver" --version >&2
 "$tmp/etcd" --version >&2
 registry_tools "$tmp"
-gotemplate_tool "$tmp"
+go_tools "$tmp"
 echo "build-testplane: built in $((SECONDS - start))s" >&2
 rm -rf "$bin"
 mv "$tmp" "$bin"

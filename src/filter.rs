@@ -128,6 +128,12 @@ impl Filters {
         let Some(ann) = m.annotations().filter(|a| !a.is_empty()) else {
             return Err("no annotations".to_string());
         };
+        if let Some((k, _)) = ann.iter().find(|(_, v)| !v.is_string()) {
+            // The CVO reads such a map as no annotations at all.
+            return Err(format!(
+                "no annotations (the value of {k:?} is not a string)"
+            ));
+        }
         let get = |k: &str| ann.get(k).and_then(Value::as_str);
         if let Some(id) = &self.exclude
             && get(&format!("{EXCLUDE_PREFIX}{id}")) == Some("true")

@@ -153,6 +153,7 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         };
         // The plans take the payloads over; only the exclusions are kept apart.
         let excluded = std::mem::take(&mut payload.excluded);
+        let root = payload.root.clone();
         let (previous, plan) = rayon::join(
             || old.map(|old| plan::from_payload(old, filters, Mode::Updating, 0)),
             || plan::from_payload(payload, &new_filters, Mode::Updating, 0),
@@ -165,7 +166,12 @@ pub fn lint(a: &LintArgs) -> anyhow::Result<ExitCode> {
         // The rules and the rest of the schema validation are independent: run them side by
         // side.
         let (mut findings, schema_findings) = rayon::join(
-            || run_lint(&cx),
+            || {
+                let mut findings = run_lint(&cx);
+                findings.extend(minicvo::analysis::lint::duplicate_keys::check(&cx, &root));
+                sort(&mut findings);
+                findings
+            },
             || {
                 early
                     .map(|early| schema::check_early(early, &cx, &extra_crds))

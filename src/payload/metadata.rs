@@ -85,7 +85,8 @@ pub fn parse_release_metadata(file: &str, text: &str) -> Result<ReleaseMetadata,
 pub struct ImageReferences {
     /// `metadata.name`, which must equal the release version when that is known.
     pub name: Option<String>,
-    /// Tag name → pull spec, for tags whose `from.kind` is `DockerImage`.
+    /// Tag name → pull spec, for tags whose `from.kind` is `DockerImage` (the empty string for
+    /// such a tag without `from.name`, as the CVO keeps it).
     pub images: BTreeMap<String, String>,
 }
 
@@ -130,17 +131,35 @@ pub fn parse_image_references(file: &str, text: &str) -> Result<ImageReferences,
             return Err(bad("spec.tags must be a list".to_string()));
         };
         for (i, tag) in tags.iter().enumerate() {
-            let tag_name = tag.get("name").and_then(Value::as_str);
-            let from = tag.get("from");
-            let from_kind = from.and_then(|f| f.get("kind")).and_then(Value::as_str);
-            let from_name = from.and_then(|f| f.get("name")).and_then(Value::as_str);
-            match (tag_name, from_kind, from_name) {
-                (Some(n), Some("DockerImage"), Some(pull)) => {
-                    images.insert(n.to_string(), pull.to_string());
+            // The CVO decodes the file into its ImageStream type: a tag without a name is
+            // the tag "" (a name that is not a string fails its decoding, and here).
+            let tag_name = match tag.get("name") {
+                None | Some(Value::Null) => "",
+                Some(Value::String(n)) => n.as_str(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "spec.tags[{i}].name must be a string, found {other}"
+                    )));
                 }
-                (None, _, _) => return Err(bad(format!("spec.tags[{i}] has no name"))),
-                _ => {}
+            };
+            // The CVO's `imagesFromImageRef`: a tag whose `from.kind` is `DockerImage` maps to
+            // its `from.name`, the empty string when it has none; other tags are left out.
+            let Some(from) = tag.get("from").filter(|f| !f.is_null()) else {
+                continue;
+            };
+            if from.get("kind").and_then(Value::as_str) != Some("DockerImage") {
+                continue;
             }
+            let pull = match from.get("name") {
+                None | Some(Value::Null) => "",
+                Some(Value::String(pull)) => pull.as_str(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "spec.tags[{i}].from.name must be a string, found {other}"
+                    )));
+                }
+            };
+            images.insert(tag_name.to_string(), pull.to_string());
         }
     }
     Ok(ImageReferences { name, images })
@@ -197,6 +216,56 @@ mod tests {
         assert_eq!(r.name.as_deref(), Some("1.0.0"));
         assert_eq!(r.images.len(), 1);
         assert_eq!(r.images["a"], "q/a");
+    }
+
+    #[test]
+    fn image_references_keeps_a_docker_image_tag_without_from_name_as_empty() {
+        let r = parse_image_references(
+            "image-references",
+            "kind: ImageStream\napiVersion: image.openshift.io/v1\nmetadata: {name: 1.0.0}\nspec:\n  tags:\n  - name: a\n    from: {kind: DockerImage}\n  - name: b\n    from: {kind: DockerImage, name: null}\n  - name: c\n  - name: d\n    from: null\n  - name: e\n    from: {name: q/e}\n",
+        )
+        .unwrap();
+        let expected: BTreeMap<String, String> =
+            [("a".into(), String::new()), ("b".into(), String::new())].into();
+        assert_eq!(r.images, expected);
+        let data = crate::payload::template::TemplateData {
+            images: r.images,
+            ..Default::default()
+        };
+        assert_eq!(
+            crate::payload::template::render("[{{.Images.a}}][{{.Images.c}}]", &data).unwrap(),
+            "[][<no value>]"
+        );
+    }
+
+    #[test]
+    fn image_references_tag_errors_name_the_tag() {
+        let refs = |tags: &str| {
+            parse_image_references(
+                "image-references",
+                &format!(
+                    "kind: ImageStream\napiVersion: image.openshift.io/v1\nspec:\n  tags:\n{tags}"
+                ),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            refs("  - name: 7\n    from: {kind: DockerImage, name: q/x}\n"),
+            "image-references: invalid image references: spec.tags[0].name must be a string, found 7"
+        );
+        let kept = parse_image_references(
+            "image-references",
+            "kind: ImageStream\napiVersion: image.openshift.io/v1\nspec:\n  tags:\n  - from: {kind: DockerImage, name: q/x}\n",
+        )
+        .expect("the CVO takes a tag without a name");
+        assert_eq!(kept.images.get(""), Some(&"q/x".to_string()));
+        assert_eq!(
+            refs(
+                "  - name: a\n    from: {kind: DockerImage, name: q/a}\n  - name: b\n    from: {kind: DockerImage, name: [q]}\n"
+            ),
+            "image-references: invalid image references: spec.tags[1].from.name must be a string, found [\"q\"]"
+        );
     }
 
     #[test]

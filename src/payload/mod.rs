@@ -7,6 +7,7 @@
 //! depth, size and alias budgets, and parsing runs on threads with a stack large enough for the
 //! deepest document allowed, so bad input fails with a [`LoadError`], never a crash or a hang.
 
+pub mod duplicate_keys;
 mod error;
 mod fast_yaml;
 mod json_size;

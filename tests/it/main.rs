@@ -47,6 +47,7 @@ mod e2e_real_release;
 mod e2e_upgrade;
 mod fuzz_corpus;
 mod lint_harm_shapes;
+mod load_decoder_differential;
 mod load_errors;
 mod load_headers;
 mod load_shared;

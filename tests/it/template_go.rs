@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use minicvo::payload::template::{TemplateData, render};
@@ -106,36 +106,10 @@ fn cases() -> Vec<Case> {
     out
 }
 
-/// The Go program: from the test plane's bin directory, or built now into `dir`.
-fn go_program(dir: &Path) -> PathBuf {
-    if let Ok(bin) = std::env::var("TESTPLANE_BIN") {
-        let p = Path::new(&bin).join("gotemplate");
-        if p.is_file() {
-            return p;
-        }
-    }
-    let out = dir.join("gotemplate");
-    let status = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(root().join("hack/tools/gotemplate"))
-        .env("GOTOOLCHAIN", "local")
-        .env("GOFLAGS", "-modcacherw")
-        .status();
-    match status {
-        Ok(s) if s.success() => out,
-        Ok(s) => panic!("go build of hack/tools/gotemplate failed ({s})"),
-        Err(e) => panic!(
-            "the Go toolchain is needed to compare templates with Go's text/template and `go` does not run: {e}"
-        ),
-    }
-}
-
 /// Go's results, by case, in order.
 fn go_results(cases: &[Case]) -> Vec<Value> {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let program = go_program(tmp.path());
+    let program = crate::support::go_tool::go_tool("gotemplate", tmp.path());
     let input: Vec<Value> = cases
         .iter()
         .map(|c| json!({"name": c.name, "text": c.text, "data": c.data_json}))

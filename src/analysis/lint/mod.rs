@@ -12,6 +12,7 @@
 //! | `unserved-kind`, `missing-namespace` | [`crd_order`], [`namespace_order`] | info |
 //! | `ignored-tombstone` | [`tombstones`] | warning or info |
 //! | `duplicate-object` | [`duplicates`] | error when the copies differ, warning otherwise |
+//! | `duplicate-key` | [`duplicate_keys`] (run by the caller with the payload's directory) | warning |
 //! | `cluster-operator-without-workload`, `version-placeholder` | [`cluster_operators`] | warning |
 //! | `schema` | [`schema`] (run by the caller with a compiled [`crate::schema::Catalog`]) | error (warning for a dropped namespace, info for unchecked CEL) |
 //! | `invalid-delete-annotation` | [`delete_annotation`] | error |
@@ -23,6 +24,7 @@ pub mod cluster_operators;
 pub mod crd_order;
 pub mod delete_annotation;
 pub mod delete_before_user;
+pub mod duplicate_keys;
 pub mod duplicates;
 pub mod namespace_order;
 pub mod not_rolled_out;
@@ -86,6 +88,8 @@ pub enum Rule {
     IgnoredTombstone,
     /// The same object in two files.
     DuplicateObject,
+    /// A mapping repeats a key; the CVO keeps the last value.
+    DuplicateKey,
     /// A ClusterOperator whose component ships no Deployment or DaemonSet.
     ClusterOperatorWithoutWorkload,
     /// A ClusterOperator version still holds the `0.0.1-snapshot` placeholder.
@@ -114,6 +118,7 @@ impl Rule {
             Rule::MissingNamespace => "missing-namespace",
             Rule::IgnoredTombstone => "ignored-tombstone",
             Rule::DuplicateObject => "duplicate-object",
+            Rule::DuplicateKey => "duplicate-key",
             Rule::ClusterOperatorWithoutWorkload => "cluster-operator-without-workload",
             Rule::VersionPlaceholder => "version-placeholder",
             Rule::Schema => "schema",

@@ -71,44 +71,10 @@ pub(super) fn check_document(
             )));
         }
     };
-    if let Some(ann) = metadata.get("annotations") {
-        match ann {
-            Value::Null => {}
-            Value::Object(m) => {
-                if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(invalid(format!(
-                        "annotation {k:?} must be a string, found {}\nhint: quote the value, e.g. \"true\"",
-                        json_type(v)
-                    )));
-                }
-            }
-            other => {
-                return Err(invalid(format!(
-                    "metadata.annotations must be an object, found {}",
-                    json_type(other)
-                )));
-            }
-        }
-    }
-    if let Some(labels) = metadata.get("labels") {
-        match labels {
-            Value::Null => {}
-            Value::Object(m) => {
-                if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(invalid(format!(
-                        "label {k:?} must be a string, found {}\nhint: quote the value, e.g. \"true\"",
-                        json_type(v)
-                    )));
-                }
-            }
-            other => {
-                return Err(invalid(format!(
-                    "metadata.labels must be an object, found {}",
-                    json_type(other)
-                )));
-            }
-        }
-    }
+    // Annotations and labels of the wrong shape are left to the filters and the API server,
+    // as the CVO leaves them: its `GetAnnotations` reads a map with a value that is not a
+    // string as no annotations at all, which excludes the manifest, and labels only matter to
+    // the API server, which refuses the object when it is applied.
     if json_len_bound > MAX_OBJECT_BYTES
         && json_size::bound(&value) > MAX_OBJECT_BYTES
         && json_size::exceeds(&value, MAX_OBJECT_BYTES)

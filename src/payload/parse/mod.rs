@@ -38,11 +38,13 @@ const MAX_ALIAS_EVENTS: usize = 250_000;
 /// (3 MiB), so an object that could never be applied is rejected when the payload is loaded.
 pub(crate) const MAX_OBJECT_BYTES: usize = 3 * 1024 * 1024;
 
-/// YAML options: YAML 1.1 octal numbers as kubectl reads them, budgets that fit the largest
-/// CRDs and payload files while still stopping alias bombs.
+/// YAML options: YAML 1.1 octal numbers as kubectl reads them, the last value of a repeated
+/// mapping key kept as the CVO's decoder keeps it (`lint` reports the repeat), budgets that fit
+/// the largest CRDs and payload files while still stopping alias bombs.
 pub(crate) fn yaml_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
         with_snippet: false,
         budget: serde_saphyr::budget! {
             max_documents: 100_000,

@@ -1,6 +1,7 @@
 //! Go's `strconv.FormatFloat` for 64-bit floats: `%e`, `%f`, `%g` (shortest or to a precision),
-//! `%b` and `%x`. Digits come from Rust's formatter (shortest round-trip digits, or exact
-//! rounding half to even to a precision, as Go's are); the layout around them is Go's.
+//! `%b` and `%x`. Digits come from Rust's formatter (shortest round-trip digits, with Go's
+//! choice between two equally near ones, or exact rounding half to even to a precision, as
+//! Go's are); the layout around them is Go's.
 
 /// Decimal digits of `|v|` (no leading or trailing zeros) and the decimal point's position.
 struct Digits {
@@ -45,8 +46,22 @@ impl Digits {
     }
 }
 
+/// The fewest digits that read back as `v`, as Go's `ryuFtoaShortest` picks them: of the
+/// shortest digit strings, the one nearest `v`, and on a tie the even one. Rust's shortest
+/// formatter gives the right length but may round a tie up (`562949953421312.25` →
+/// `…123e14`, Go `…122e14`); `v` correctly rounded (half to even) to that length is Go's
+/// choice whenever it still reads back as `v`, which it may not next to a power of two.
 fn shortest(v: f64) -> Digits {
-    Digits::from_sci(&format!("{:e}", v.abs()))
+    let rust = Digits::from_sci(&format!("{:e}", v.abs()));
+    let Some(prec) = rust.d.len().checked_sub(1) else {
+        return rust;
+    };
+    let nearest = format!("{:.*e}", prec, v.abs());
+    if nearest.parse::<f64>() == Ok(v.abs()) {
+        Digits::from_sci(&nearest)
+    } else {
+        rust
+    }
 }
 
 fn significant(v: f64, n: usize) -> Digits {
@@ -296,5 +311,27 @@ mod tests {
         assert_eq!(format(1.23456, b'g', 3), "1.23");
         assert_eq!(format(0.0, b'e', 2), "0.00e+00");
         assert_eq!(format(1.5, b'x', -1), "0x1.8p+00");
+    }
+
+    /// Expected texts are Go's `strconv.FormatFloat(v, 'g'/'e', -1, 64)`.
+    #[test]
+    fn shortest_digits_round_a_tie_to_even_as_go_does() {
+        assert_eq!(
+            format(2f64.powi(49) + 0.25, b'g', -1),
+            "5.629499534213122e+14"
+        );
+        assert_eq!(
+            format(-(2f64.powi(49) + 0.25), b'g', -1),
+            "-5.629499534213122e+14"
+        );
+        assert_eq!(
+            format(2f64.powi(50) + 0.75, b'e', -1),
+            "1.1258999068426248e+15"
+        );
+        assert_eq!(format(2f64.powi(-25), b'g', -1), "2.9802322387695312e-08");
+        assert_eq!(format(2f64.powi(49) + 0.25, b'f', -1), "562949953421312.2");
+        // At a power of two the even digit would not read back: Go takes the other one.
+        assert_eq!(format(2f64.powi(-24), b'g', -1), "5.960464477539063e-08");
+        assert_eq!(format(f64::from_bits(1), b'g', -1), "5e-324");
     }
 }

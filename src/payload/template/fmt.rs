@@ -121,6 +121,11 @@ impl<'o> Printer<'o> {
         match verb {
             'T' => return self.fmt_s(v.type_name()),
             'p' => return self.bad_verb(verb, v),
+            // Go's `handleMethods`: `%w` of a value that is not an error (and outside
+            // `fmt.Errorf`) reports the whole map or struct, not each element.
+            'w' if matches!(v, Value::Map(_) | Value::Struct(_)) => {
+                return self.bad_verb(verb, v);
+            }
             _ => {}
         }
         self.print_value(v, verb);

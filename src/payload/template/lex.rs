@@ -514,8 +514,23 @@ pub(super) fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\r' | '\n')
 }
 
+/// Go's `isAlphaNumeric`: `_`, `unicode.IsLetter` (general category L) or `unicode.IsDigit`
+/// (Nd), with Go's Unicode 15.0 tables. Rust's `is_alphabetic` also takes Nl (`Ⅻ`) and marks,
+/// and `is_numeric` No (`²`), which Go rejects.
 fn is_alphanumeric(c: char) -> bool {
-    c == '_' || c.is_alphabetic() || c.is_numeric()
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    c == '_'
+        || c.is_ascii_alphanumeric()
+        || (!c.is_ascii()
+            && matches!(
+                get_general_category(c),
+                G::UppercaseLetter
+                    | G::LowercaseLetter
+                    | G::TitlecaseLetter
+                    | G::ModifierLetter
+                    | G::OtherLetter
+                    | G::DecimalNumber
+            ))
 }
 
 fn has_left_trim_marker(s: &str) -> bool {
@@ -586,6 +601,21 @@ mod tests {
         );
         assert_eq!(k[0].1, "a");
         assert_eq!(k[10].1, "b");
+    }
+
+    #[test]
+    fn identifiers_take_go_letters_and_digits_only() {
+        // Go's unicode.IsLetter / IsDigit: Lt, Lm and Nd count, No (`²`), Nl (`Ⅻ`), spacing
+        // marks (`ि`) and Unicode 16 letters (`Ᲊ`, U+1C89) do not.
+        for ok in ["$ǅ", "$ʰ", "$x٣", "$中文", "$x０"] {
+            assert_eq!(kinds(&format!("{{{{{ok}}}}}"))[1].0, Kind::Variable, "{ok}");
+        }
+        for bad in ["$x²", "$vⅫ", "$कि", "$a\u{1C89}"] {
+            let k = kinds(&format!("{{{{{bad}}}}}"));
+            let (kind, message) = k.last().unwrap();
+            assert_eq!(*kind, Kind::Error, "{bad}");
+            assert!(message.starts_with("bad character U+"), "{bad}: {message}");
+        }
     }
 
     #[test]

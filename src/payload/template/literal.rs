@@ -213,8 +213,8 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
         i += 2;
     }
     let mut mantissa = String::new();
+    let mut hex_mant = HexMantissa::default();
     let (mut saw_dot, mut saw_digits, mut underscores) = (false, false, false);
-    let mut frac_digits = 0i32;
     while i < b.len() {
         let c = b[i];
         if c == b'_' {
@@ -225,12 +225,11 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
             }
             saw_dot = true;
             mantissa.push('.');
+            hex_mant.dot();
         } else if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
             saw_digits = true;
             mantissa.push(char::from(c));
-            if saw_dot {
-                frac_digits += 1;
-            }
+            hex_mant.digit(c);
         } else {
             break;
         }
@@ -262,7 +261,7 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
         while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
             if b[i] == b'_' {
                 underscores = true;
-            } else if e < 100_000 {
+            } else if e < 10_000 {
                 e = e * 10 + i32::from(b[i] - b'0');
             }
             i += 1;
@@ -276,12 +275,7 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
         return None;
     }
     let value = if hex {
-        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-        let mut m = 0f64;
-        for c in digits.chars() {
-            m = m * 16.0 + f64::from(c.to_digit(16)?);
-        }
-        m * 2f64.powi(exp.unwrap_or(0) - 4 * frac_digits)
+        hex_mant.value(exp.unwrap_or(0))?
     } else {
         let mut text = mantissa;
         if let Some(e) = exp {
@@ -293,6 +287,95 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
         return None;
     }
     Some(if neg { -value } else { value })
+}
+
+/// The digits of a hex float as Go's `strconv.readFloat` keeps them: the first 16 significant
+/// hex digits, whether a non-zero digit was dropped after them, and the point's position.
+#[derive(Default)]
+struct HexMantissa {
+    mantissa: u64,
+    trunc: bool,
+    /// Significant digits seen (leading zeros skipped).
+    nd: i32,
+    /// Digits kept in `mantissa`.
+    nd_mant: i32,
+    /// Digits before the point, less the leading zeros (as Go counts them).
+    dp: i32,
+    saw_dot: bool,
+}
+
+impl HexMantissa {
+    fn dot(&mut self) {
+        self.saw_dot = true;
+        self.dp = self.nd;
+    }
+
+    fn digit(&mut self, c: u8) {
+        if c == b'0' && self.nd == 0 {
+            self.dp -= 1;
+            return;
+        }
+        self.nd += 1;
+        if self.nd_mant < 16 {
+            let d = char::from(c).to_digit(16).unwrap_or(0);
+            self.mantissa = self.mantissa * 16 + u64::from(d);
+            self.nd_mant += 1;
+        } else if c != b'0' {
+            self.trunc = true;
+        }
+    }
+
+    /// The value times `2^exp`, rounded half to even as Go's `atofHex` rounds it (subnormals
+    /// included); `None` when it overflows.
+    fn value(&self, exp: i32) -> Option<f64> {
+        const MANT_BITS: i32 = 52;
+        const BIAS: i32 = -1023;
+        let dp = if self.saw_dot { self.dp } else { self.nd };
+        let mut mantissa = self.mantissa;
+        let mut exp = if mantissa == 0 {
+            0
+        } else {
+            dp * 4 + exp - self.nd_mant * 4
+        };
+        let max_exp = (1 << 11) + BIAS - 2;
+        let min_exp = BIAS + 1;
+        exp += MANT_BITS;
+        while mantissa != 0 && mantissa >> (MANT_BITS + 2) == 0 {
+            mantissa <<= 1;
+            exp -= 1;
+        }
+        if self.trunc {
+            mantissa |= 1;
+        }
+        while mantissa >> (1 + MANT_BITS + 2) != 0 {
+            mantissa = (mantissa >> 1) | (mantissa & 1);
+            exp += 1;
+        }
+        while mantissa > 1 && exp < min_exp - 2 {
+            mantissa = (mantissa >> 1) | (mantissa & 1);
+            exp += 1;
+        }
+        let mut round = mantissa & 3;
+        mantissa >>= 2;
+        round |= mantissa & 1;
+        exp += 2;
+        if round == 3 {
+            mantissa += 1;
+            if mantissa == 1 << (1 + MANT_BITS) {
+                mantissa >>= 1;
+                exp += 1;
+            }
+        }
+        if mantissa >> MANT_BITS == 0 {
+            exp = BIAS;
+        }
+        if exp > max_exp {
+            return None;
+        }
+        let biased = u64::try_from(exp - BIAS).ok()? & 0x7ff;
+        let bits = (mantissa & ((1 << MANT_BITS) - 1)) | (biased << MANT_BITS);
+        Some(f64::from_bits(bits))
+    }
 }
 
 /// `strconv.Unquote` of a string constant as written (`"..."` or `` `...` ``).
@@ -415,6 +498,28 @@ mod tests {
             "integer overflow: \"08\""
         );
         assert!(number("1__0", false, false).is_err());
+    }
+
+    /// Expected values are Go's `strconv.ParseFloat(s, 64)`.
+    #[test]
+    fn hex_floats_round_as_go_does() {
+        let bits = |s: &str| parse_float(s).map(f64::to_bits);
+        assert_eq!(bits("0x1p-1074"), Some(1));
+        assert_eq!(bits("-0x1p-1074"), Some((1 << 63) | 1));
+        assert_eq!(bits("0x1p-1075"), Some(0), "a tie rounds to even");
+        assert_eq!(bits("0x3p-1076"), Some(1));
+        assert_eq!(bits("0x1.8p-1074"), Some(2));
+        assert_eq!(bits("0x1.00000000000008p0"), Some(1f64.to_bits()));
+        assert_eq!(bits("0x1.00000000000008000001p0"), Some(1f64.to_bits() + 1));
+        assert_eq!(bits("0x1.00000000000018p0"), Some(1f64.to_bits() + 2));
+        assert_eq!(bits("0x1.fffffffffffffp1023"), Some(f64::MAX.to_bits()));
+        assert_eq!(bits("0x1.8p1"), Some(3f64.to_bits()));
+        assert_eq!(bits("0X1P+2"), Some(4f64.to_bits()));
+        assert_eq!(bits("0x_1p0"), Some(1f64.to_bits()));
+        assert_eq!(bits("0x1p1024"), None);
+        assert_eq!(bits("0x1.fffffffffffff8p1023"), None);
+        assert_eq!(bits("0x1.8"), None);
+        assert_eq!(bits("0x1__0p0"), None);
     }
 
     #[test]

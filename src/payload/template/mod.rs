@@ -17,8 +17,8 @@
 //! Deliberate gaps, each an error here where Go renders something: complex constants (`1i`),
 //! a string escape above `\x7f` or a `slice` that cuts a UTF-8 sequence (Go would emit bytes
 //! that are not UTF-8); `%p` prints a bad-verb report for the image map instead of an
-//! address. `strconv.IsPrint`, used by `%q` and `js`, treats unassigned code points as
-//! printable.
+//! address. Identifiers (`unicode.IsLetter`, `IsDigit`) and `strconv.IsPrint` (`%q`, `js`)
+//! use Unicode 15.0.0, as Go 1.21 to 1.26 do.
 //!
 //! Why hand-written (STYLE asks for a measured reason): the maintained crate for Go templates,
 //! `gtmpl` 0.7.1, was run on the same case table as Go: it agreed with Go on 41 of 254 cases

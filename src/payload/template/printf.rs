@@ -37,7 +37,7 @@ impl Printer<'_> {
                     b' ' => self.f.space = true,
                     _ => {
                         if c.is_ascii_lowercase() && arg_num < args.len() {
-                            if c == b'v' {
+                            if c == b'v' || c == b'w' {
                                 self.move_sharp_plus();
                             }
                             self.print_arg(&args[arg_num], char::from(c));

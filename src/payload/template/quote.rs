@@ -1,21 +1,25 @@
 //! Go's `strconv.Quote`, `QuoteToASCII`, `QuoteRune`, `CanBackquote` and `IsPrint`, which
 //! `%q`, `js` and Go's error messages use.
 
-/// Whether Go's `strconv.IsPrint` holds for `c` (close to it for characters Rust's standard
-/// library cannot classify: unassigned code points count as printable here).
+/// Whether Go's `strconv.IsPrint` holds for `c`: a letter, mark, number, punctuation or
+/// symbol (general categories L, M, N, P, S, from the Unicode 15.0 tables Go uses), or the
+/// ASCII space.
 pub(super) fn is_print(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
     if c.is_ascii() {
         return (' '..='~').contains(&c);
     }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    !matches!(u32::from(c),
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
-        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
-        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F | 0xE000..=0xF8FF
-        | 0xF0000..=0x10FFFF | 0xFFFE | 0xFFFF)
+    !matches!(
+        get_general_category(c),
+        G::Control
+            | G::Format
+            | G::Surrogate
+            | G::PrivateUse
+            | G::Unassigned
+            | G::SpaceSeparator
+            | G::LineSeparator
+            | G::ParagraphSeparator
+    )
 }
 
 /// `strconv.Quote` (`ascii`: `QuoteToASCII`).

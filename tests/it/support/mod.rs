@@ -31,6 +31,7 @@ pub mod apply;
 pub mod bad_cases;
 pub mod cli;
 pub mod fault;
+pub mod go_tool;
 pub mod harm;
 pub mod image;
 pub mod locks;
