@@ -544,6 +544,8 @@ async fn run_phase(
     };
     recorder.begin(phase, plan.clone());
     let sim_before = clients.simulator.requests.get();
+    let mut apply_options = options.apply.clone();
+    apply_options.runner.simulated_pods.clone_from(&pods);
     let simulator = Simulator::start(
         clients.simulator.client.clone(),
         ops,
@@ -554,7 +556,6 @@ async fn run_phase(
         },
         Some(recorder.clone() as Arc<dyn SimObserver>),
     );
-    let mut apply_options = options.apply.clone();
     // Both payloads were checked (and stand-ins installed) before the install.
     apply_options.preflight = None;
     apply_options.runner.mode = plan.mode;

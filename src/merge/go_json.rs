@@ -1,10 +1,14 @@
 //! What an object looks like after the CVO's round trip through its Go type, for the typed
-//! kinds that a plain Kubernetes cluster serves from a CRD (SecurityContextConstraints).
+//! kinds that a plain Kubernetes cluster serves from a CRD (SecurityContextConstraints,
+//! ImageStream).
 //!
 //! The CVO decodes a typed manifest into its Go struct and sends that struct's JSON encoding:
 //! unknown fields are gone, a field tagged `omitempty` is left out when it holds its zero
 //! value (`min: 0` of an ID range disappears), and a field without `omitempty` is always
-//! written (`false`, or `null` for a nil list or pointer). On OpenShift the API server that
+//! written (`false`, or `null` for a nil list, map or pointer; a struct value, even one left
+//! out of the manifest, as its fields' zero values: ImageStream's `lookupPolicy: {local:
+//! false}` and each tag's `referencePolicy: {type: ""}`, `annotations: null`, `generation:
+//! null`). On OpenShift the API server that
 //! serves these kinds does the same round trip, so the result is what the cluster stores. On a
 //! cluster that serves them from a CRD, nothing else would, so [`round_trip`] does it before
 //! a create or an update is sent. Built-in kinds need nothing: the kube-apiserver decodes them
@@ -30,6 +34,8 @@ enum Shape {
     Pointer,
     /// A slice of the shape: `null` when nil.
     List(&'static Shape),
+    /// A map of strings (kept as it is): `null` when nil.
+    Map,
     /// A struct value (never empty for `omitempty`).
     Struct(&'static [Field]),
     /// A pointer to a struct: `null` when nil.
@@ -133,10 +139,57 @@ const SCC: &[Field] = &[
     omitempty("forbiddenSysctls", STRINGS),
 ];
 
+/// `corev1.ObjectReference`.
+const OBJECT_REFERENCE: &[Field] = &[
+    omitempty("kind", Shape::Str),
+    omitempty("namespace", Shape::Str),
+    omitempty("name", Shape::Str),
+    omitempty("uid", Shape::Str),
+    omitempty("apiVersion", Shape::Str),
+    omitempty("resourceVersion", Shape::Str),
+    omitempty("fieldPath", Shape::Str),
+];
+
+/// `imagev1.TagReference` (openshift/api `image/v1/types.go`).
+const TAG_REFERENCE: &[Field] = &[
+    field("name", Shape::Str),
+    field("annotations", Shape::Map),
+    omitempty("from", Shape::StructPointer(OBJECT_REFERENCE)),
+    omitempty("reference", Shape::Bool),
+    field("generation", Shape::Pointer),
+    omitempty(
+        "importPolicy",
+        Shape::Struct(&[
+            omitempty("insecure", Shape::Bool),
+            omitempty("scheduled", Shape::Bool),
+            omitempty("importMode", Shape::Str),
+        ]),
+    ),
+    omitempty(
+        "referencePolicy",
+        Shape::Struct(&[field("type", Shape::Str)]),
+    ),
+];
+
+/// `imagev1.ImageStream` without `status` (openshift/api `image/v1/types.go`): `spec` is
+/// always written, `lookupPolicy` a struct value.
+const IMAGE_STREAM: &[Field] = &[field(
+    "spec",
+    Shape::Struct(&[
+        omitempty(
+            "lookupPolicy",
+            Shape::Struct(&[field("local", Shape::Bool)]),
+        ),
+        omitempty("dockerImageRepository", Shape::Str),
+        omitempty("tags", Shape::List(&Shape::Struct(TAG_REFERENCE))),
+    ]),
+)];
+
 /// The fields of a kind whose round trip matters, `None` for the others.
 fn fields_of(kind: TypedKind) -> Option<&'static [Field]> {
     match kind {
         TypedKind::SecurityContextConstraints => Some(SCC),
+        TypedKind::ImageStream => Some(IMAGE_STREAM),
         _ => None,
     }
 }
@@ -184,6 +237,10 @@ fn encode(shape: Shape, v: Option<&Value>) -> Value {
             _ => zero(shape),
         },
         Shape::Pointer => v.cloned().unwrap_or(Value::Null),
+        Shape::Map => match v {
+            Some(m @ Value::Object(_)) => m.clone(),
+            _ => Value::Null,
+        },
         Shape::List(item) => match v {
             Some(Value::Array(items)) => {
                 Value::Array(items.iter().map(|i| encode(*item, Some(i))).collect())
@@ -226,6 +283,7 @@ fn is_empty(shape: Shape, v: &Value) -> bool {
         (Shape::Str, Value::String(s)) => s.is_empty(),
         (Shape::Int, Value::Number(n)) => n.as_f64() == Some(0.0),
         (Shape::List(_), Value::Array(a)) => a.is_empty(),
+        (Shape::Map, Value::Object(m)) => m.is_empty(),
         _ => false,
     }
 }
@@ -279,6 +337,36 @@ mod tests {
             out["runAsUser"],
             json!({"type": "MustRunAsRange", "uidRangeMin": 0})
         );
+    }
+
+    #[test]
+    fn image_streams_get_the_go_types_struct_values_and_nulls() {
+        let mut o = json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "cli", "namespace": "openshift"},
+            "spec": {"tags": [{"name": "latest",
+                "importPolicy": {"scheduled": true, "importMode": "PreserveOriginal"},
+                "from": {"kind": "DockerImage", "name": "quay.io/x@sha256:1"}}]}})
+        .as_object()
+        .unwrap()
+        .clone();
+        round_trip(TypedKind::ImageStream, &mut o);
+        assert_eq!(
+            o["spec"],
+            json!({"lookupPolicy": {"local": false}, "tags": [{"name": "latest",
+                "annotations": null,
+                "from": {"kind": "DockerImage", "name": "quay.io/x@sha256:1"},
+                "generation": null,
+                "importPolicy": {"scheduled": true, "importMode": "PreserveOriginal"},
+                "referencePolicy": {"type": ""}}]})
+        );
+        // A stream without tags: the spec is still written, with its lookup policy.
+        let mut bare = json!({"kind": "ImageStream", "metadata": {"name": "x"}, "status": {}})
+            .as_object()
+            .unwrap()
+            .clone();
+        round_trip(TypedKind::ImageStream, &mut bare);
+        assert_eq!(bare["spec"], json!({"lookupPolicy": {"local": false}}));
+        assert!(bare.get("status").is_none());
     }
 
     #[test]

@@ -3,9 +3,15 @@
 //!
 //! - Every ClusterOperator task of the plan (`wait` action) is one simulated operator; it
 //!   reports the manifest's `status.versions` (placeholders already substituted by the loader).
-//! - Its workloads are the Deployments and DaemonSets applied by the same component (the
-//!   component from the file name, `0000_<level>_<component>_...`). An operator whose
-//!   component ships no workload reports as soon as its script allows.
+//! - Its workloads ([`reporting_workloads`]) are the Deployments and DaemonSets that OpenShift
+//!   ships next to a ClusterOperator for the operator that reports it: the same component and
+//!   run-level (file name `0000_<level>_<component>_...`) and applied before the
+//!   ClusterOperator's wait in the plan's graph. A workload the plan applies only after that
+//!   wait (a later run-level, a later node) never stands for it: the wait would block the very
+//!   apply it waits for (OLM's `olm` component ships the Deployments that report
+//!   `operator-lifecycle-manager*` at run-level 50 and `cluster-olm-operator`, which reports
+//!   ClusterOperator `olm`, at 51). An operator without such a workload reports as soon as its
+//!   script allows.
 //! - A live workload is updated when its pod template carries what the manifest sets: for
 //!   every container and init container of the manifest, the same image, command, args and
 //!   literal `env` values, and the manifest's `serviceAccountName` when it names one. Release
@@ -17,7 +23,7 @@ use serde_json::Value;
 
 use crate::clusteroperator::wanted_versions;
 use crate::manifest::{Manifest, ObjectId};
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Plan, Task};
 
 /// A workload an operator's report waits for.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +59,24 @@ pub fn is_simulated_workload(m: &Manifest) -> bool {
     m.id.group == "apps" && (m.id.kind == "Deployment" || m.id.kind == "DaemonSet")
 }
 
+/// The workloads that report the ClusterOperator of task `operator`: the Deployments and
+/// DaemonSets the plan applies (or creates) in the same component and run-level, before the
+/// ClusterOperator's wait (same node and earlier, or an ancestor node). Shared by the
+/// simulated operators and the apply's workload hint, so both agree on who reports what.
+pub fn reporting_workloads<'a>(
+    plan: &'a Plan,
+    operator: &'a Task,
+) -> impl Iterator<Item = &'a Task> + 'a {
+    plan.tasks.iter().filter(move |w| {
+        matches!(w.action, Action::Apply | Action::CreateOnly)
+            && is_simulated_workload(&w.manifest)
+            && w.component.is_some()
+            && w.component == operator.component
+            && w.run_level == operator.run_level
+            && plan.runs_before(w.id, operator.id)
+    })
+}
+
 /// The operators of a plan, in task order.
 #[must_use]
 pub fn operators(plan: &Plan) -> Vec<OperatorSpec> {
@@ -61,15 +85,7 @@ pub fn operators(plan: &Plan) -> Vec<OperatorSpec> {
         if t.action != Action::Wait || out.iter().any(|o| o.name == t.manifest.id.name) {
             continue;
         }
-        let workloads = plan
-            .tasks
-            .iter()
-            .filter(|w| {
-                matches!(w.action, Action::Apply | Action::CreateOnly)
-                    && w.component.is_some()
-                    && w.component == t.component
-                    && is_simulated_workload(&w.manifest)
-            })
+        let workloads = reporting_workloads(plan, t)
             .filter_map(|w| {
                 Some(Workload {
                     id: w.manifest.id.clone(),
@@ -240,6 +256,76 @@ mod tests {
             mc.workloads[0].id.namespace.as_deref(),
             Some("openshift-machine-config-operator")
         );
+    }
+
+    /// OLM's shape: three operators' Deployments and their ClusterOperators at run-level 50,
+    /// a Deployment applied after them in the same file order, and `cluster-olm-operator`
+    /// with ClusterOperator `olm` at 51, all of component `olm`.
+    #[test]
+    fn clusteroperator_never_waits_for_a_workload_applied_after_its_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = dir.path().join("release-manifests");
+        std::fs::create_dir_all(&rm).unwrap();
+        let include = "  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n";
+        let deployment = |ns: &str, name: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {ns}\n{include}spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: img:2\n"
+            )
+        };
+        let operator = |name: &str| {
+            format!(
+                "apiVersion: config.openshift.io/v1\nkind: ClusterOperator\nmetadata:\n  name: {name}\n{include}status:\n  versions:\n  - name: operator\n    version: \"2\"\n"
+            )
+        };
+        let lm = "openshift-operator-lifecycle-manager";
+        for (file, text) in [
+            (
+                "0000_50_olm_07-olm-operator.deployment.yaml",
+                deployment(lm, "olm-operator"),
+            ),
+            (
+                "0000_50_olm_08-catalog-operator.deployment.yaml",
+                deployment(lm, "catalog-operator"),
+            ),
+            (
+                "0000_50_olm_99-operatorstatus.yaml",
+                format!(
+                    "{}---\n{}",
+                    operator("operator-lifecycle-manager"),
+                    operator("operator-lifecycle-manager-catalog")
+                ),
+            ),
+            (
+                "0000_50_olm_99z-late.deployment.yaml",
+                deployment(lm, "late"),
+            ),
+            (
+                "0000_51_olm_06_deployment.yaml",
+                deployment("openshift-cluster-olm-operator", "cluster-olm-operator"),
+            ),
+            ("0000_51_olm_07_cluster_operator.yaml", operator("olm")),
+        ] {
+            std::fs::write(rm.join(file), text).unwrap();
+        }
+        let p = load(dir.path(), &LoadOptions::default()).unwrap();
+        for mode in [Mode::Updating, Mode::Initializing] {
+            let plan = plan::from_payload(p.clone(), &Filters::default(), mode, 0);
+            let ops = operators(&plan);
+            let names = |o: &OperatorSpec| -> Vec<String> {
+                o.workloads.iter().map(|w| w.id.name.clone()).collect()
+            };
+            assert_eq!(ops.len(), 3, "{mode:?}");
+            for o in &ops[..2] {
+                assert_eq!(
+                    names(o),
+                    ["olm-operator", "catalog-operator"],
+                    "{mode:?} {}",
+                    o.name
+                );
+            }
+            assert_eq!(ops[2].name, "olm");
+            assert_eq!(names(&ops[2]), ["cluster-olm-operator"], "{mode:?}");
+        }
     }
 
     fn live(pod: Value) -> Value {

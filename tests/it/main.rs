@@ -9,6 +9,7 @@ mod support;
 
 mod apply_cluster_version_real_crd;
 mod apply_crd;
+mod apply_create_only;
 mod apply_cvo_cluster_config;
 mod apply_cvo_end_state;
 mod apply_cvo_requests;
@@ -42,6 +43,7 @@ mod e2e_clean;
 mod e2e_cli;
 mod e2e_harm;
 mod e2e_implicit_capabilities;
+mod e2e_real_release;
 mod e2e_upgrade;
 mod fuzz_corpus;
 mod lint_harm_shapes;

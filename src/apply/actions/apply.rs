@@ -5,7 +5,10 @@
 //!   created; otherwise the response is classified against the run's [`Baseline`] (no extra
 //!   request). An unchanged object is not written by the server at all (SSA is a no-op when
 //!   nothing changes), so its resourceVersion stays.
-//! - create-only: one POST; 409 AlreadyExists means "leave it alone".
+//! - create-only: a GET, and a POST only when the object is absent (the CVO's order: an
+//!   existing create-only object is never sent to the server, so a manifest the server would
+//!   now reject, e.g. against a newer CRD's validation, leaves it alone and succeeds); a 409
+//!   AlreadyExists (created between the two) also means "leave it alone".
 //! - dry run: the live object is read first, the PATCH is sent with `dryRun=All`, and the
 //!   two are compared, so the report says which fields would change.
 //! - CustomResourceDefinition: the written object is handed back, for the CRD wait
@@ -190,8 +193,8 @@ impl CreateOnly {
         CreateOnly { cluster }
     }
 
-    /// The create-only action: one POST of `target`; 409 AlreadyExists leaves the object
-    /// alone.
+    /// The create-only action: a GET of `target`, then, when it is absent, one POST; an
+    /// existing object (or a 409 AlreadyExists) is left alone.
     pub(crate) async fn create(&self, ctx: &TaskContext, target: WriteTarget) -> WriteResult {
         let c = &*self.cluster;
         let WriteTarget {
@@ -199,6 +202,21 @@ impl CreateOnly {
             collection,
             body: mut object,
         } = target;
+        // The CVO reads first and writes nothing when the object exists (cvo-apply.md §1.8
+        // step 5, §1.9): the API server validates a POST before it finds the name taken, so
+        // a POST of an object that exists could fail (422) where the CVO succeeds.
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let (live, get_tries) = c.get_live(ctx, fresh_kind, &collection, &name).await?;
+        if live.is_some() {
+            return Ok((
+                Done::new(Outcome::CreateOnlySkipped).attempts(get_tries),
+                None,
+            ));
+        }
         // The CVO creates a create-only object as it creates any other: with the
         // ClusterVersion owner reference (not as controller) and the pre-merge mutations.
         if c.options.strategy == super::ApplyStrategy::Cvo {
@@ -219,6 +237,7 @@ impl CreateOnly {
                     .map_err(|e| RequestError::Build(e.to_string()))
             })
             .await?;
+        let attempts = attempts.max(get_tries);
         let Some(response) = created else {
             return Ok((
                 Done::new(Outcome::CreateOnlySkipped).attempts(attempts),

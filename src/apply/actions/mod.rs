@@ -85,6 +85,10 @@ pub struct RunnerOptions {
     pub strategy: ApplyStrategy,
     /// What the `cvo` strategy's pre-merge steps read (owner reference, proxy, TLS profile).
     pub cluster_config: crate::merge::ClusterConfig,
+    /// The simulated pods of an e2e run, when they stand in for the workloads' pods: the
+    /// workload hint of a blocked ClusterOperator wait asks them who runs, not the cluster's
+    /// pods (which never run on a cluster without a kubelet).
+    pub simulated_pods: Option<std::sync::Arc<crate::simulate::pods::PodBoard>>,
 }
 
 /// How the apply action writes an object.
@@ -111,6 +115,7 @@ impl Default for RunnerOptions {
             retry: RetryPolicy::default(),
             strategy: ApplyStrategy::default(),
             cluster_config: crate::merge::ClusterConfig::default(),
+            simulated_pods: None,
         }
     }
 }

@@ -447,6 +447,7 @@ impl OperatorWait {
                     &self.cluster.client,
                     name,
                     &workloads,
+                    self.cluster.options.simulated_pods.as_deref(),
                     self.cluster.options.wait_timeout,
                     self.cluster.options.request_timeout,
                 )

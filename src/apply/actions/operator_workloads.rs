@@ -3,13 +3,19 @@
 //! On a plain cluster (kind, the test plane) the payload's operator images often cannot run:
 //! they are not pullable there, or the pods cannot be scheduled. Nobody then reports the
 //! ClusterOperator and the wait would last until `--wait-timeout`. While a wait blocks, the
-//! operator's workloads are looked at: the payload's Deployments and DaemonSets of the same
-//! component and run-level (file name `0000_<run-level>_<component>_…`, the way OpenShift
-//! payloads ship an operator next to its ClusterOperator). When one of them has a ready pod
-//! nothing is said (the operator runs and may report later); otherwise the hint names each
-//! workload and why its pods are not ready (an image pull failure, a crash loop, an
+//! operator's workloads are looked at: the Deployments and DaemonSets that report it by the
+//! simulated operators' rule ([`reporting_workloads`]: same component and run-level as the
+//! ClusterOperator's file, `0000_<run-level>_<component>_…`, and applied before its wait, the
+//! way OpenShift payloads ship an operator next to its ClusterOperator). When one of them has a
+//! ready pod nothing is said (the operator runs and may report later); otherwise the hint names
+//! each workload and why its pods are not ready (an image pull failure, a crash loop, an
 //! unschedulable pod, no pod at all) and what to do. The CVO has no such hint: it only reports
 //! the ClusterOperator's own conditions.
+//!
+//! In an e2e run the workloads' pods are simulated ([`crate::simulate::pods`]): the cluster
+//! never runs them, so the hint asks the simulation who acts for each workload instead of
+//! listing pods. When the ClusterOperator's status was last written by `minicvo simulate` (its
+//! field manager), the hint says so rather than advising to start one.
 
 use std::time::Duration;
 
@@ -20,7 +26,10 @@ use serde_json::Value;
 
 use crate::cluster::request;
 use crate::cluster::watch;
-use crate::plan::{Action, Plan, Task};
+use crate::manifest::ObjectId;
+use crate::plan::{Plan, Task};
+use crate::simulate::operators::reporting_workloads;
+use crate::simulate::pods::PodBoard;
 
 /// A workload of the payload: kind (`Deployment` or `DaemonSet`), namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,20 +39,10 @@ pub(crate) struct Workload {
     name: String,
 }
 
-/// The Deployments and DaemonSets the plan applies in the component and run-level of `task`
-/// (a ClusterOperator wait).
+/// The Deployments and DaemonSets that report the ClusterOperator of `task` (a wait): the
+/// simulated operators' rule, [`reporting_workloads`].
 pub(crate) fn workloads_of(plan: &Plan, task: &Task) -> Vec<Workload> {
-    let Some(component) = task.component.as_deref() else {
-        return Vec::new();
-    };
-    plan.tasks
-        .iter()
-        .filter(|t| {
-            t.action != Action::Skip
-                && t.component.as_deref() == Some(component)
-                && t.run_level == task.run_level
-                && t.manifest.id.group.as_str() == "apps"
-        })
+    reporting_workloads(plan, task)
         .filter_map(|t| {
             let kind = match t.manifest.id.kind.as_str() {
                 "Deployment" => "Deployment",
@@ -70,12 +69,14 @@ enum State {
     Unknown,
 }
 
-/// The hint for `operator` when none of `workloads` has a ready pod; `None` when one runs,
-/// when there are none, or when they cannot be read.
+/// The hint for `operator` when none of `workloads` has a ready pod (or, with `simulated`, a
+/// simulated pod acting for it); `None` when one runs, when there are none, or when they
+/// cannot be read.
 pub(crate) async fn hint(
     client: &Client,
     operator: &str,
     workloads: &[Workload],
+    simulated: Option<&PodBoard>,
     wait_timeout: Duration,
     timeout: Duration,
 ) -> Option<String> {
@@ -84,7 +85,11 @@ pub(crate) async fn hint(
     }
     let mut why = Vec::new();
     for w in workloads {
-        match state(client, w, timeout).await {
+        let state = match simulated {
+            Some(board) => simulated_state(board, w),
+            None => state(client, w, timeout).await,
+        };
+        match state {
             State::Running | State::Unknown => return None,
             State::NotRunning(reason) => why.push(format!(
                 "{} {}/{}: {reason}",
@@ -94,13 +99,59 @@ pub(crate) async fn hint(
             )),
         }
     }
+    let bound = super::operator_wait::format_duration(wait_timeout);
+    if simulated.is_some() {
+        return Some(format!(
+            "no simulated pod acts for a workload of its operator ({}), so the simulated \
+             operator does not report clusteroperator {operator}; --wait-timeout (now {bound}) \
+             bounds the wait",
+            why.join("; ")
+        ));
+    }
+    let who = if reported_by_simulator(client, operator, timeout).await {
+        format!(
+            "`minicvo simulate` writes the status of clusteroperator {operator} (field manager \
+             {}): its log says which workload its report waits for",
+            crate::simulate::FIELD_MANAGER
+        )
+    } else {
+        "where the payload's operators cannot run, `minicvo simulate PAYLOAD` reports for them"
+            .to_string()
+    };
     Some(format!(
         "no workload of its operator runs ({}), so nothing may ever report clusteroperator \
-         {operator}; where the payload's operators cannot run, `minicvo simulate PAYLOAD` \
-         reports for them, and --wait-timeout (now {}) bounds the wait",
-        why.join("; "),
-        super::operator_wait::format_duration(wait_timeout)
+         {operator}; {who}, and --wait-timeout (now {bound}) bounds the wait",
+        why.join("; ")
     ))
+}
+
+/// What the simulated pods say of `w`: a pod acts for it (leads, or runs) or none does.
+fn simulated_state(board: &PodBoard, w: &Workload) -> State {
+    let id = ObjectId {
+        group: "apps".into(),
+        kind: w.kind.into(),
+        namespace: Some(w.namespace.clone()),
+        name: w.name.clone(),
+    };
+    match board.acting(&id) {
+        Some(_) => State::Running,
+        None => State::NotRunning("no simulated pod acts for it".into()),
+    }
+}
+
+/// Whether `minicvo simulate` has written the live ClusterOperator's status.
+async fn reported_by_simulator(client: &Client, operator: &str, timeout: Duration) -> bool {
+    let collection = "/apis/config.openshift.io/v1/clusteroperators";
+    let Ok(Some(live)) = watch::get(client, collection, operator, timeout).await else {
+        return false;
+    };
+    live["metadata"]["managedFields"]
+        .as_array()
+        .is_some_and(|fields| {
+            fields
+                .iter()
+                .any(|f| f["manager"] == crate::simulate::FIELD_MANAGER)
+        })
 }
 
 fn collection(w: &Workload) -> String {
