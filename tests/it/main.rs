@@ -59,6 +59,7 @@ mod node_rollout;
 mod node_standin;
 mod node_teardown;
 mod operator;
+mod plan_cvo_fixture;
 mod plan_properties;
 mod release_image;
 mod reliability;
