@@ -170,14 +170,15 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     .await;
     sim.stop().await;
 
-    // No upstream (the default): NoUpstream, and `status` says so as oc does.
-    let cv = wait_retrieved(&client, "NoUpstream").await;
+    // No upstream (the default) and no channel: the CVO's default update service, which is
+    // not asked without a channel (NoChannel), and `status` says so as oc does.
+    let cv = wait_retrieved(&client, "NoChannel").await;
     assert_eq!(
         retrieved(&cv),
         (
             "False".into(),
-            "NoUpstream".into(),
-            "No updateService server has been set to retrieve updates.".into()
+            "NoChannel".into(),
+            "The update channel has not been configured.".into()
         )
     );
     assert!(
@@ -189,12 +190,13 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     assert_eq!(run.stdout, "Cluster version is 4.13.0\n\n");
     assert_eq!(
         run.stderr,
-        "warning: Cannot display available updates:\n  Reason: NoUpstream\n  Message: No updateService server has been set to retrieve updates.\n\n"
+        "warning: Cannot display available updates:\n  Reason: NoChannel\n  Message: The update channel has not been configured.\n\n"
     );
     same_as_oc(&cv, false, &run);
 
-    // An upstream without a channel: NoChannel.
+    // An upstream without a channel: still NoChannel, and the service is not asked.
     patch_cv(&json!({"spec": {"upstream": service.url}}).to_string());
+    super::more_passes(&op, "reconciling", 1.0).await;
     let cv = wait_retrieved(&client, "NoChannel").await;
     assert_eq!(
         retrieved(&cv).2,
