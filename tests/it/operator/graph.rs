@@ -615,9 +615,10 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
         parses[2],
         parses[0]
     );
-    // 40 edges from 4.15.50, one of them also conditional (the conditional one wins).
-    assert_eq!((edges, conditional), (39, 1));
-    assert!(fetches[2] < 5000.0 && parses[2] < 5000.0);
+    // 40 edges from 4.15.50, one of them also conditional (the conditional one wins); its
+    // PromQL risk cannot be evaluated, so only the 39 unconditional ones are listed.
+    assert_eq!((edges, conditional, listed), (39, 1, 39));
+    // (Timings are reported, not asserted: BENCHMARKS.md holds them.)
 }
 
 fn query(upstream: &str) -> minicvo::graph::status::Query {
