@@ -239,7 +239,9 @@ impl SyncLoop {
                     tracing::info!("{}", r.message);
                     Refusal {
                         reason: INVALID,
-                        message: crate::graph::status::not_available_message(&wanted.version),
+                        message: crate::update_graph::status::not_available_message(
+                            &wanted.version,
+                        ),
                         event: None,
                     }
                 }

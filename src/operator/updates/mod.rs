@@ -5,7 +5,7 @@
 //! update service at start, whenever one of them changes, and again once an interval (the
 //! sync loop's `M`, as the CVO uses its reconcile interval) has passed since the last attempt.
 //! What it offers is written as `status.availableUpdates`, `status.conditionalUpdates` and
-//! `RetrievedUpdates` ([`crate::graph`]), and written again whenever another writer's status
+//! `RetrievedUpdates` ([`crate::update_graph`]), and written again whenever another writer's status
 //! lacks it.
 //!
 //! A failed periodic refresh (`RemoteFailed`, `ResponseFailed`, `ResponseInvalid`) keeps the
@@ -27,8 +27,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::graph::cincinnati;
-use crate::graph::status::{self, Query, Retrieved};
+use crate::update_graph::cincinnati;
+use crate::update_graph::status::{self, Query, Retrieved};
 
 /// How long one graph request may take (connecting, answering and sending the body). The CVO
 /// allows an hour; a stuck service here only delays the next attempt.

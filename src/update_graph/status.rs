@@ -375,7 +375,7 @@ pub fn not_available_message(version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::cincinnati;
+    use crate::update_graph::cincinnati;
 
     const ID: &str = "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e";
 

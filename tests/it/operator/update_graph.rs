@@ -284,7 +284,7 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
             "{table}\nUpdates with known issues:\n\n  Version: 4.14.2\n  Image: {}\n  Reason: AlwaysBroken\n  Message: Every cluster is affected. https://bugs.example/2\n\n  Version: 4.14.1\n  Image: {}\n  Reason: EvaluationFailed\n  Message: Could not evaluate exposure to update risk NeedsMetrics ({})\n    NeedsMetrics description: Only some clusters are affected.\n    NeedsMetrics URL: https://bugs.example/1\n",
             fake_image("4.14.2"),
             fake_image("4.14.1"),
-            minicvo::graph::risks::NO_PROMQL
+            minicvo::update_graph::risks::NO_PROMQL
         )
     );
     same_as_oc(&cv, true, &run);
@@ -579,7 +579,7 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
     let service = UpdateService::start().await;
     let graph = body(&realistic_graph());
     service.serve(200, graph.clone());
-    let query = minicvo::graph::status::Query {
+    let query = minicvo::update_graph::status::Query {
         upstream: service.url.clone(),
         channel: "stable-4.15".into(),
         id: "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e".into(),
@@ -597,9 +597,9 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
         assert_eq!(f.body.len(), graph.len());
         fetches.push(f.elapsed.as_secs_f64() * 1000.0);
         let t = std::time::Instant::now();
-        let u =
-            minicvo::graph::cincinnati::updates(&f.body, &query.version, &query.channel).unwrap();
-        let r = minicvo::graph::status::Retrieved::success(&u, false);
+        let u = minicvo::update_graph::cincinnati::updates(&f.body, &query.version, &query.channel)
+            .unwrap();
+        let r = minicvo::update_graph::status::Retrieved::success(&u, false);
         parses.push(t.elapsed().as_secs_f64() * 1000.0);
         found = Some((u.updates.len(), u.conditional.len(), r.updates.len()));
     }
@@ -621,8 +621,8 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
     // (Timings are reported, not asserted: BENCHMARKS.md holds them.)
 }
 
-fn query(upstream: &str) -> minicvo::graph::status::Query {
-    minicvo::graph::status::Query {
+fn query(upstream: &str) -> minicvo::update_graph::status::Query {
+    minicvo::update_graph::status::Query {
         upstream: upstream.to_string(),
         channel: CHANNEL.into(),
         id: "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e".into(),
