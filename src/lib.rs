@@ -34,7 +34,7 @@
 //!     and extract `release-manifests/` and `manifests/` into a cached payload directory.
 //! 11. [`rbac`]: RBAC policy rules as data (what grants what), shared by the lint and the
 //!     simulated pods.
-//! 12. [`graph`]: the update graph (Cincinnati) and what the CVO makes of it:
+//! 12. [`update_graph`]: the update graph (Cincinnati) and what the CVO makes of it:
 //!     `availableUpdates`, `conditionalUpdates`, `RetrievedUpdates`; [`upgrade_status`]: what
 //!     `oc adm upgrade` shows of a ClusterVersion (`minicvo status`).
 //!
@@ -48,7 +48,6 @@ pub mod cvo;
 pub mod diff;
 pub mod e2e;
 pub mod filter;
-pub mod graph;
 pub mod image;
 pub mod manifest;
 pub mod merge;
@@ -60,6 +59,7 @@ pub mod rbac;
 pub mod schema;
 pub mod simulate;
 pub mod stub_crds;
+pub mod update_graph;
 pub mod upgrade_status;
 
 pub use filter::Filters;

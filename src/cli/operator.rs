@@ -29,6 +29,17 @@ pub struct OperatorArgs {
     /// Default: the only version under --payloads.
     #[arg(long, value_name = "VERSION")]
     pub release: Option<String>,
+    /// The image of --release, as the CVO's --release-image: a spec.desiredUpdate.image equal
+    /// to it is the operator's own release, taken without signature verification or
+    /// preconditions (every other image is verified); also rendered into `{{.ReleaseImage}}`.
+    #[arg(long, value_name = "IMAGE", default_value = "")]
+    pub release_image: String,
+    /// The update service to ask for the update graph, instead of ClusterVersion
+    /// spec.upstream (as the CVO's --update-service). Without it and spec.upstream, the CVO's
+    /// default, https://api.openshift.com/api/upgrades_info/v1/graph, is asked once
+    /// spec.channel is set.
+    #[arg(long, value_name = "URL", default_value = "")]
+    pub update_service: String,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -268,8 +279,11 @@ pub fn operator(a: &OperatorArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(operator::leader::default_identity);
     let options = OperatorOptions {
         release,
+        release_image: a.release_image.clone(),
+        update_service: a.update_service.clone(),
         load: minicvo::LoadOptions {
             filters,
+            release_image: a.release_image.clone(),
             substitute_placeholder: true,
             ..minicvo::LoadOptions::default()
         },

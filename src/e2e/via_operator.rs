@@ -61,6 +61,8 @@ impl Driver {
         };
         let options = OperatorOptions {
             release: from.to_string(),
+            release_image: String::new(),
+            update_service: String::new(),
             load: load.clone(),
             // The harness's payloads are loaded already, with its filters.
             explicit_features: crate::cvo::features::Explicit {

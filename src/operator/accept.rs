@@ -4,15 +4,18 @@
 //! `spec.desiredUpdate.force` is set; what was forced through, and the preconditions'
 //! warnings, become the history entry's `acceptedRisks`.
 //!
-//! The release the cluster already runs is exempt, as the CVO's own (local) payload is: a
-//! ClusterVersion with nothing installed yet, or one whose `status.desired` is the release
-//! asked for.
+//! Only the operator's own release is exempt, as the CVO exempts only the image it runs
+//! (`--release-image`): `--release` asked for by version, or an image equal to
+//! `--release-image`. Any other image is verified, also on a cluster with nothing installed
+//! yet. The release already accepted (`status.desired`) is not checked again, as the
+//! CVO does not check the payload it has loaded again.
 
 use std::time::Duration;
 
 use kube::Client;
 use serde_json::Value;
 
+use super::admin_acks;
 use super::desired::Desired;
 use super::preconditions;
 use super::verify;
@@ -41,22 +44,30 @@ impl Refusal {
 /// A warning about a release taken up: (reason, message) of a Warning Event.
 pub(super) type Warning = (&'static str, String);
 
-/// The release asked for is the one the cluster runs (or nothing is installed yet): the
-/// checks do not run, as for the CVO's own release.
-pub(super) fn is_running(cv: Option<&Value>, wanted: &Desired) -> bool {
+/// The operator's own release: `--release` and its image (`--release-image`, may be empty).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Own<'a> {
+    pub version: &'a str,
+    pub image: &'a str,
+}
+
+/// The release asked for is exempt from the checks: the operator's own release (its
+/// version asked for without an image, or its image), or the one `status.desired` says the
+/// cluster was accepted for. An image is exempt only by being one of those images: with
+/// `status.desired` empty (nothing installed yet), any other image is checked.
+pub(super) fn is_exempt(cv: Option<&Value>, wanted: &Desired, own: Own<'_>) -> bool {
     let desired = |k: &str| {
         cv.and_then(|cv| cv.pointer(&format!("/status/desired/{k}")))
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    let (version, image) = (desired("version"), desired("image"));
-    if version.is_empty() && image.is_empty() {
-        return true;
-    }
     if wanted.image.is_empty() {
-        wanted.version == version
+        let accepted = desired("version");
+        wanted.version == own.version || (!accepted.is_empty() && wanted.version == accepted)
     } else {
-        wanted.image == image
+        let accepted = desired("image");
+        (!own.image.is_empty() && wanted.image == own.image)
+            || (!accepted.is_empty() && wanted.image == accepted)
     }
 }
 
@@ -98,18 +109,17 @@ pub(super) async fn verify_image(
 }
 
 /// Runs the preconditions for an update of `cv` to `version` (the loaded payload's), with
-/// ClusterVersion's `Upgradeable` as the CVO would have it now (`operators`: the
-/// ClusterOperators). A block refuses the release unless forced; warnings are accepted
+/// ClusterVersion's `Upgradeable` as the CVO would have it now (from `sources`). A block refuses the release unless forced; warnings are accepted
 /// risks.
 pub(super) fn check_preconditions(
     cv: Option<&Value>,
-    operators: &[Value],
+    sources: &Sources,
     wanted: &Desired,
     version: &str,
     risks: &mut Vec<String>,
     warnings: &mut Vec<Warning>,
 ) -> Result<(), Refusal> {
-    let fresh = cv.map(|cv| with_upgradeable(cv, operators));
+    let fresh = cv.map(|cv| with_upgradeable(cv, sources));
     let failures = preconditions::run(fresh.as_ref(), version);
     let Some(summary) = preconditions::summarize(&failures, wanted.force) else {
         return Ok(());
@@ -135,13 +145,16 @@ pub(super) fn check_preconditions(
     Ok(())
 }
 
-/// The risks behind `Upgradeable` now, for the status writes of a pass.
-pub(super) fn risks(cv: Option<&Value>, operators: &[Value]) -> Vec<Risk> {
-    preconditions::upgradeable_risks(cv, operators)
+/// The risks behind `Upgradeable` now, for the status writes of a pass: overrides, the
+/// admin-ack risks, then the ClusterOperators' (the CVO's order of its risk sources).
+pub(super) fn risks(cv: Option<&Value>, sources: &Sources) -> Vec<Risk> {
+    let mut out = sources.admin_acks.clone();
+    out.extend(preconditions::upgradeable_risks(cv, &sources.operators));
+    out
 }
 
 /// `cv` with its `Upgradeable` condition recomputed from the risks now.
-fn with_upgradeable(cv: &Value, operators: &[Value]) -> Value {
+fn with_upgradeable(cv: &Value, sources: &Sources) -> Value {
     let mut cv = cv.clone();
     let progressing = cv
         .pointer("/status/conditions")
@@ -164,7 +177,7 @@ fn with_upgradeable(cv: &Value, operators: &[Value]) -> Value {
     if deleting {
         return cv;
     }
-    let found = status::upgradeable_condition(progressing, &[], &risks(Some(&cv), operators));
+    let found = status::upgradeable_condition(progressing, &[], &risks(Some(&cv), sources));
     if let Some(list) = cv
         .pointer_mut("/status/conditions")
         .and_then(Value::as_array_mut)
@@ -178,8 +191,30 @@ fn with_upgradeable(cv: &Value, operators: &[Value]) -> Value {
     cv
 }
 
+/// What `Upgradeable` is computed from besides ClusterVersion.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Sources {
+    /// Every ClusterOperator.
+    pub operators: Vec<Value>,
+    /// The risks of unacknowledged admin gates ([`admin_acks`]).
+    pub admin_acks: Vec<Risk>,
+}
+
+/// Reads the sources of `Upgradeable` for a cluster running `version`; `ships`: its release
+/// ships the `admin-gates` ConfigMap.
+pub(super) async fn sources(client: &Client, version: &str, ships: bool) -> Sources {
+    let ((gates, acks), operators) = tokio::join!(
+        admin_acks::read(client, Duration::from_secs(10)),
+        operators(client)
+    );
+    Sources {
+        operators,
+        admin_acks: admin_acks::risks(version, &gates, &acks, ships),
+    }
+}
+
 /// Every ClusterOperator (empty when they cannot be listed).
-pub(super) async fn operators(client: &Client) -> Vec<Value> {
+async fn operators(client: &Client) -> Vec<Value> {
     let url = "/apis/config.openshift.io/v1/clusteroperators";
     let Ok(req) = kube::core::Request::new(url).list(&kube::api::ListParams::default()) else {
         return Vec::new();
@@ -205,18 +240,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_running_release_and_a_fresh_cluster_are_exempt() {
+    fn only_the_own_release_and_the_accepted_one_are_exempt() {
         let want = |version: &str, image: &str| Desired {
             version: version.into(),
             image: image.into(),
             ..Desired::default()
         };
-        assert!(is_running(None, &want("4.14.0", "")));
-        let cv = json!({"status": {"desired": {"version": "4.13.0", "image": "r@sha256:a"}}});
-        assert!(is_running(Some(&cv), &want("4.13.0", "")));
-        assert!(is_running(Some(&cv), &want("", "r@sha256:a")));
-        assert!(!is_running(Some(&cv), &want("4.14.0", "")));
-        assert!(!is_running(Some(&cv), &want("", "r@sha256:b")));
+        let own = Own {
+            version: "4.13.0",
+            image: "r@sha256:own",
+        };
+        // Nothing installed yet: the own release by version or image, nothing else.
+        assert!(is_exempt(None, &want("4.13.0", ""), own));
+        assert!(is_exempt(None, &want("", "r@sha256:own"), own));
+        assert!(!is_exempt(None, &want("4.14.0", ""), own));
+        assert!(!is_exempt(None, &want("", "r@sha256:other"), own));
+        let fresh = json!({"spec": {"desiredUpdate": {"image": "r@sha256:other"}}, "status": {}});
+        assert!(!is_exempt(Some(&fresh), &want("", "r@sha256:other"), own));
+        let empty = json!({"status": {"desired": {"version": "", "image": ""}}});
+        assert!(!is_exempt(Some(&empty), &want("", "r@sha256:other"), own));
+        // Without --release-image no image is the own release, not even an empty one.
+        let no_image = Own { image: "", ..own };
+        assert!(!is_exempt(
+            Some(&empty),
+            &want("", "r@sha256:own"),
+            no_image
+        ));
+        // The release accepted before is not checked again.
+        let cv = json!({"status": {"desired": {"version": "4.13.1", "image": "r@sha256:a"}}});
+        assert!(is_exempt(Some(&cv), &want("4.13.1", ""), own));
+        assert!(is_exempt(Some(&cv), &want("", "r@sha256:a"), own));
+        assert!(!is_exempt(Some(&cv), &want("4.14.0", ""), own));
+        assert!(!is_exempt(Some(&cv), &want("", "r@sha256:b"), own));
     }
 
     #[test]
@@ -230,9 +285,13 @@ mod tests {
             version: "4.14.0".into(),
             ..Desired::default()
         };
+        let sources = Sources {
+            operators: vec![co],
+            admin_acks: Vec::new(),
+        };
         let refused = check_preconditions(
             Some(&cv),
-            std::slice::from_ref(&co),
+            &sources,
             &want,
             "4.14.0",
             &mut risks,
@@ -248,7 +307,7 @@ mod tests {
         };
         check_preconditions(
             Some(&cv),
-            &[co],
+            &sources,
             &forced,
             "4.14.0",
             &mut risks,

@@ -65,8 +65,8 @@ pub fn from_cluster_version(
     if image.is_empty() && !version.is_empty() {
         // A version alone is resolved through `status.availableUpdates` (the update graph),
         // as the CVO resolves it; unresolved, it is looked for among the payloads at hand.
-        if let Some(i) =
-            cluster_version.and_then(|cv| crate::graph::status::resolve_version(cv, &version))
+        if let Some(i) = cluster_version
+            .and_then(|cv| crate::update_graph::status::resolve_version(cv, &version))
         {
             image = i;
         }

@@ -17,14 +17,17 @@
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease.
 //! - `accept`: taking up a new release: [`verify`] its image's signature before the pull,
 //!   then the [`preconditions`]; refused unless `force`, what was forced is an accepted risk.
+//! - [`admin_acks`]: the admin gates not acknowledged, risks behind `Upgradeable`.
 //! - [`record`]: ReleaseAccepted and Kubernetes Events.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`updates`]: the update graph: `availableUpdates`, `conditionalUpdates` and
-//!   `RetrievedUpdates` from `spec.upstream` and `spec.channel`.
+//!   `RetrievedUpdates` from the update service (`--update-service`, `spec.upstream` or the
+//!   CVO's default) and `spec.channel`.
 //!
 //! Differences from the CVO are listed in docs/operator.md.
 
 mod accept;
+pub mod admin_acks;
 pub mod desired;
 mod follow;
 pub mod http;
@@ -57,6 +60,14 @@ pub use self::schedule::Schedule;
 pub struct OperatorOptions {
     /// The release the operator runs itself: the work when ClusterVersion asks for nothing.
     pub release: String,
+    /// The image of that release (the CVO's `--release-image`; empty: none). A
+    /// `spec.desiredUpdate.image` naming it is the operator's own release, exempt from
+    /// signature verification and preconditions as the CVO's own image is; every other image
+    /// is verified.
+    pub release_image: String,
+    /// The update service asked instead of `spec.upstream` (the CVO's `--update-service`;
+    /// empty: `spec.upstream`, else the CVO's default service).
+    pub update_service: String,
     /// The load settings every payload is read with (profile, feature set, exclusions); the
     /// overrides and capabilities come from ClusterVersion.
     pub load: LoadOptions,
@@ -231,6 +242,7 @@ pub async fn run(
         updates::UpdatesOptions {
             interval: options.schedule.interval,
             own_version: options.release.clone(),
+            update_service: options.update_service.clone(),
             timeout: updates::FETCH_TIMEOUT,
         },
         work_cancel.clone(),

@@ -191,9 +191,14 @@ impl SyncLoop {
         cv: Option<&Value>,
         current: Option<&Work>,
     ) -> Result<Work, Refusal> {
-        // The checks run for a new release only (cvo.md §9), not for the one running.
+        // The checks run for a new release only (cvo.md §9), not for the operator's own one
+        // nor the one accepted before.
         let same = current.filter(|w| w.desired.same_release(wanted));
-        let checked = same.is_none() && !accept::is_running(cv, wanted);
+        let own = accept::Own {
+            version: &self.options.release,
+            image: &self.options.release_image,
+        };
+        let checked = same.is_none() && !accept::is_exempt(cv, wanted, own);
         let mut checks = same.map(|w| w.checks.clone()).unwrap_or_default();
         let (mut risks, mut warnings) = (Vec::new(), Vec::new());
         if checked && !wanted.image.is_empty() {
@@ -201,11 +206,11 @@ impl SyncLoop {
             let running = match current {
                 Some(w) => w.payload.manifests.clone(),
                 None => {
-                    let own = Desired {
+                    let own_release = Desired {
                         version: self.options.release.clone(),
                         ..Desired::default()
                     };
-                    find_and_load(&self.index, &self.options, &own, None)
+                    find_and_load(&self.index, &self.options, &own_release, None)
                         .await
                         .map(|p| p.manifests.clone())
                         .unwrap_or_default()
@@ -234,7 +239,9 @@ impl SyncLoop {
                     tracing::info!("{}", r.message);
                     Refusal {
                         reason: INVALID,
-                        message: crate::graph::status::not_available_message(&wanted.version),
+                        message: crate::update_graph::status::not_available_message(
+                            &wanted.version,
+                        ),
                         event: None,
                     }
                 }
@@ -265,15 +272,21 @@ impl SyncLoop {
         }
         let version = payload.version().unwrap_or_default();
         if checked {
-            let operators = accept::operators(&self.conn.client).await;
-            accept::check_preconditions(
-                cv,
-                &operators,
-                wanted,
-                &version,
-                &mut risks,
-                &mut warnings,
-            )?;
+            // `Upgradeable` as the running release has it (before any work: the release
+            // taken up).
+            let (running, manifests) = match current {
+                Some(w) => (w.version.as_str(), &w.payload.manifests),
+                None => (
+                    cv.and_then(|cv| cv.pointer("/status/desired/version"))
+                        .and_then(Value::as_str)
+                        .filter(|v| !v.is_empty())
+                        .unwrap_or(&self.options.release),
+                    &payload.manifests,
+                ),
+            };
+            let ships = super::admin_acks::ships_gates(manifests);
+            let sources = accept::sources(&self.conn.client, running, ships).await;
+            accept::check_preconditions(cv, &sources, wanted, &version, &mut risks, &mut warnings)?;
             checks.accepted_risks = Some(risks.join("\n"));
         }
         for (reason, message) in warnings {
@@ -403,7 +416,15 @@ impl SyncLoop {
         options.capabilities = Some(status);
         options.timeout = Some(self.options.schedule.pass_timeout(mode));
         options.checks = ReleaseChecks {
-            risks: accept::risks(cv.as_ref(), &accept::operators(&self.conn.client).await),
+            risks: accept::risks(
+                cv.as_ref(),
+                &accept::sources(
+                    &self.conn.client,
+                    &w.version,
+                    super::admin_acks::ships_gates(&w.payload.manifests),
+                )
+                .await,
+            ),
             refusal,
             ..w.checks.clone()
         };

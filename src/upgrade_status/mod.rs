@@ -53,6 +53,6 @@ fn sorted(items: Option<&Value>, version: impl Fn(&Value) -> &str) -> Vec<&Value
         .and_then(Value::as_array)
         .map(|l| l.iter().collect())
         .unwrap_or_default();
-    crate::graph::risks::sort_by_version(&mut list, |v| version(v));
+    crate::update_graph::risks::sort_by_version(&mut list, |v| version(v));
     list
 }

@@ -477,7 +477,7 @@ async fn put_status(
     // The update graph's fields and conditions are the operator's, written beside the run:
     // kept as the object has them now.
     let mut status = status.clone();
-    crate::graph::status::carry_over(&object["status"], &mut status);
+    crate::update_graph::status::carry_over(&object["status"], &mut status);
     object["status"] = status;
     let body = serde_json::to_vec(&object).map_err(|e| RequestError::Build(e.to_string()))?;
     let build = |sub: bool| {

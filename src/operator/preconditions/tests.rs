@@ -70,22 +70,29 @@ fn a_rollback_only_to_the_previous_patch_release() {
         json!({"status": {"desired": {"version": v, "image": format!("r:{v}")},
                "history": [{"version": v, "image": format!("r:{v}")}, {"version": prev, "image": format!("r:{prev}")}]}})
     };
-    assert_eq!(run(Some(&at("4.14.2", "4.14.1")), "4.14.1").len(), 1); // only NoChannel
+    assert_eq!(
+        names(&run(Some(&at("4.14.2", "4.14.1")), "4.14.1")),
+        [NO_CHANNEL]
+    );
     let f = run(Some(&at("4.14.2", "4.14.1")), "4.14.0");
-    assert_eq!(f[0].reason, "LowDesiredVersion");
+    let low = ("ClusterVersionRollback", "LowDesiredVersion", false);
+    assert_eq!(names(&f), [low, NO_CHANNEL]);
     assert_eq!(
         f[0].message,
         "4.14.0 is less than the current target 4.14.2, and the only supported rollback is to the cluster's previous version 4.14.1 (r:4.14.1)"
     );
     let minor = run(Some(&at("4.14.0", "4.13.0")), "4.13.0");
+    assert_eq!(names(&minor), [low, NO_CHANNEL]);
     assert!(
         minor[0]
             .message
             .ends_with("rollbacks that change major or minor versions are not recommended")
     );
     let fresh = json!({"status": {"desired": {"version": "4.14.0", "image": "r"}, "history": [{"version": "4.14.0", "image": "r"}]}});
+    let none = run(Some(&fresh), "4.13.9");
+    assert_eq!(names(&none), [low, NO_CHANNEL]);
     assert!(
-        run(Some(&fresh), "4.13.9")[0]
+        none[0]
             .message
             .ends_with("the cluster has no previous Semantic Version")
     );
@@ -95,18 +102,40 @@ fn a_rollback_only_to_the_previous_patch_release() {
 fn a_giant_hop_is_refused() {
     let c = cv("4.13.0", json!([]));
     let two = run(Some(&c), "4.15.0");
-    assert_eq!(two[0].reason, "MultipleMinorVersionsUpdate");
+    assert_eq!(
+        names(&two),
+        [
+            (
+                "ClusterVersionGiantHop",
+                "MultipleMinorVersionsUpdate",
+                false
+            ),
+            NO_CHANNEL
+        ]
+    );
     assert_eq!(
         two[0].message,
         "4.15.0 is more than one minor version beyond the current target 4.13.0 (4.15 > 4.(13+1)), and only updates within the current minor version or to the next minor version are supported."
     );
-    assert_eq!(run(Some(&c), "5.1.0")[0].reason, "MajorVersionUpdate");
+    assert_eq!(
+        names(&run(Some(&c), "5.1.0")),
+        [
+            ("ClusterVersionGiantHop", "MajorVersionUpdate", false),
+            NO_CHANNEL
+        ]
+    );
     // 4 to 5.0 is let through for now, as by the CVO.
     assert_eq!(names(&run(Some(&c), "5.0.0")), [NO_CHANNEL]);
+    // A target that is no version blocks both version checks; only the channel warning
+    // comes besides.
     let bad = run(Some(&c), "not-semver");
-    assert!(
-        bad.iter()
-            .all(|f| f.reason == "InvalidDesiredVersion" && !f.warning || f.reason == "NoChannel")
+    assert_eq!(
+        names(&bad),
+        [
+            ("ClusterVersionRollback", "InvalidDesiredVersion", false),
+            ("ClusterVersionGiantHop", "InvalidDesiredVersion", false),
+            NO_CHANNEL,
+        ]
     );
 }
 
@@ -139,7 +168,10 @@ fn a_recommended_update_is_no_warning() {
     c["status"]["availableUpdates"] = json!([{"version": "4.15.1", "image": "r:4.15.1"}]);
     assert!(run(Some(&c), "4.15.1").is_empty());
     let other = run(Some(&c), "4.15.2");
-    assert_eq!(other[0].reason, "UnknownUpdate");
+    assert_eq!(
+        names(&other),
+        [("ClusterVersionRecommendedUpdate", "UnknownUpdate", true)]
+    );
     assert_eq!(
         other[0].message,
         "No RetrievedUpdates, so the recommended status of updating from 4.14.0 to 4.15.2 is unknown."

@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::graph::cincinnati::{GraphError, MAX_BODY_BYTES};
-use crate::graph::status::Query;
+use crate::update_graph::cincinnati::{GraphError, MAX_BODY_BYTES};
+use crate::update_graph::status::Query;
 
 /// A graph body and what it cost.
 #[derive(Debug)]

@@ -1,10 +1,11 @@
 //! The available-updates loop (the CVO's `syncAvailableUpdates`): from ClusterVersion `spec`
-//! (`upstream`, `channel`, `clusterID`, `desiredUpdate.architecture`) and the cluster's version
+//! (`upstream`, unless `--update-service` overrides it, else the CVO's default update service;
+//! `channel`, `clusterID`, `desiredUpdate.architecture`) and the cluster's version
 //! (`status.desired.version`, else the operator's own release), the graph is fetched from the
 //! update service at start, whenever one of them changes, and again once an interval (the
 //! sync loop's `M`, as the CVO uses its reconcile interval) has passed since the last attempt.
 //! What it offers is written as `status.availableUpdates`, `status.conditionalUpdates` and
-//! `RetrievedUpdates` ([`crate::graph`]), and written again whenever another writer's status
+//! `RetrievedUpdates` ([`crate::update_graph`]), and written again whenever another writer's status
 //! lacks it.
 //!
 //! A failed periodic refresh (`RemoteFailed`, `ResponseFailed`, `ResponseInvalid`) keeps the
@@ -26,8 +27,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::graph::cincinnati;
-use crate::graph::status::{self, Query, Retrieved};
+use crate::update_graph::cincinnati;
+use crate::update_graph::status::{self, Query, Retrieved};
 
 /// How long one graph request may take (connecting, answering and sending the body). The CVO
 /// allows an hour; a stuck service here only delays the next attempt.
@@ -42,6 +43,9 @@ pub struct UpdatesOptions {
     pub interval: Duration,
     /// The cluster's version while ClusterVersion has no `status.desired.version`.
     pub own_version: String,
+    /// `--update-service`: asked instead of `spec.upstream` (empty: none; without either the
+    /// CVO's default service is asked).
+    pub update_service: String,
     /// Bound on one request.
     pub timeout: Duration,
 }
@@ -77,7 +81,7 @@ pub async fn run(
                 .filter(|v| !v.is_empty())
                 .unwrap_or(&options.own_version)
                 .to_string();
-            let retrieved = match status::query(&cv, &version) {
+            let retrieved = match status::query(&cv, &version, &options.update_service) {
                 Err(why) => {
                     cache = None;
                     Retrieved::unqueried(why)

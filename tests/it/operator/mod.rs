@@ -7,7 +7,6 @@
 //! These tests use the bundled samples' fixed names and ClusterVersion `version`, so each holds
 //! [`support::fixed_names_lock`].
 
-mod graph;
 mod images;
 mod leader;
 mod metrics_access;
@@ -15,6 +14,7 @@ mod preconditions;
 mod signatures;
 mod supersede;
 mod support_op;
+mod update_graph;
 mod update_service;
 
 use std::time::Duration;

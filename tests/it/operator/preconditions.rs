@@ -158,3 +158,153 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
         op.log()
     );
 }
+
+/// The gate the test's release ships, as a real release words one.
+const GATE: &str = "ack-4.13-kube-1.27-api-removals-in-4.14";
+const GATE_TEXT: &str = "Kubernetes 1.27 and therefore OpenShift 4.14 remove several APIs which require admin consideration. Please see the knowledge article https://access.redhat.com/articles/6958394 for details and instructions.";
+
+/// Deletes the admin-gates and admin-acks ConfigMaps (before the test, and after it even
+/// when it fails: a gate left behind would hold other tests' updates).
+struct AdminConfigMaps;
+
+impl AdminConfigMaps {
+    fn clean() -> Self {
+        Self::delete();
+        AdminConfigMaps
+    }
+
+    fn delete() {
+        for (ns, name) in [
+            ("openshift-config-managed", "admin-gates"),
+            ("openshift-config", "admin-acks"),
+        ] {
+            let _ = kubectl(&["delete", "configmap", "-n", ns, name, "--ignore-not-found"]);
+        }
+    }
+}
+
+impl Drop for AdminConfigMaps {
+    fn drop(&mut self) {
+        Self::delete();
+    }
+}
+
+/// The release ships `admin-gates` with a gate for 4.13 clusters and an empty, create-only
+/// `admin-acks` (as the CVO's own manifests do): the minor update is held with the gate's
+/// text until the admin acknowledges it in `admin-acks`, then it proceeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_gate_holds_a_minor_update_until_it_is_acknowledged() {
+    let _lock = support::fixed_names_lock().await;
+    let client = support::openshift::shared_plane_crds().await;
+    fresh_cluster(&client, &["old", "new"]).await;
+    let _admin = AdminConfigMaps::clean();
+    // As the CVO's own manifests (annotations for the profile, admin-acks create-only).
+    let manifest = |ns: &str, name: &str, extra: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n{extra}"
+        )
+    };
+    let gates = manifest(
+        "openshift-config-managed",
+        "admin-gates",
+        &format!("data:\n  {GATE}: {GATE_TEXT:?}\n"),
+    );
+    let acks = manifest(
+        "openshift-config",
+        "admin-acks",
+        "    release.openshift.io/create-only: \"true\"\n",
+    );
+    let release = release_copy(
+        "old",
+        "4.13.0",
+        &[
+            (
+                "0000_00_cluster-version-operator_01_admingate_configmap.yaml",
+                gates,
+            ),
+            (
+                "0000_00_cluster-version-operator_01_adminack_configmap.yaml",
+                acks,
+            ),
+        ],
+    );
+    let mut all = payloads(&["new"]);
+    all.push(release.path().to_path_buf());
+    let sim = simulator("old").await;
+    let mut op = Operator::start("admin-acks", &all, &["--no-leader-elect"]);
+    wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.13.0", "Completed")
+    })
+    .await;
+    sim.stop().await;
+    // Not acknowledged: Upgradeable=False with the gate's text, as the CVO's AdminAck risk.
+    let held = (
+        "False".to_string(),
+        "RiskNameNotCompatibleWithReasonProperty".to_string(),
+        GATE_TEXT.to_string(),
+    );
+    wait_cv(
+        &client,
+        "Upgradeable=False with the gate",
+        Duration::from_secs(30),
+        |cv| condition(cv, "Upgradeable") == held,
+    )
+    .await;
+
+    // The minor update is held, nothing is written.
+    super::more_passes(&op, "reconciling", 1.0).await;
+    let before = written(&client).await;
+    patch_cv(&desired_update("4.14.0"));
+    let cv = wait_cv(
+        &client,
+        "ReleaseAccepted=False",
+        Duration::from_secs(60),
+        |cv| condition(cv, "ReleaseAccepted").0 == "False",
+    )
+    .await;
+    let (_, reason, message) = condition(&cv, "ReleaseAccepted");
+    assert_eq!(reason, "PreconditionChecks", "{message}");
+    assert!(
+        message.starts_with(&format!(
+            "Preconditions failed for payload loaded version=\"4.14.0\" image=\"\": Multiple precondition checks failed:\n* Precondition \"ClusterVersionUpgradeable\" failed because of \"RiskNameNotCompatibleWithReasonProperty\": {GATE_TEXT}\n"
+        )),
+        "{message}"
+    );
+    assert!(history_is(&cv, 0, "4.13.0", "Completed"));
+    assert_eq!(
+        written(&client).await,
+        before,
+        "a held update wrote objects"
+    );
+
+    // Acknowledged: the refused update is tried again and proceeds.
+    let sim = simulator("new").await;
+    kubectl(&[
+        "patch",
+        "configmap",
+        "-n",
+        "openshift-config",
+        "admin-acks",
+        "--type",
+        "merge",
+        "-p",
+        &json!({"data": {GATE: "true"}}).to_string(),
+    ]);
+    let cv = wait_cv(&client, "4.14.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.14.0", "Completed")
+    })
+    .await;
+    sim.stop().await;
+    assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
+    let risks = cv["status"]["history"][0]["acceptedRisks"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!risks.contains(GATE_TEXT), "{risks}");
+    op.signal("TERM");
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
+}

@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::support_op::{
-    Operator, condition, fresh_cluster, history_is, patch_cv, simulator, wait_cv,
+    Operator, condition, fresh_cluster, history_is, kubectl, patch_cv, simulator, wait_cv,
 };
 use super::{INSTALL_LIMIT, written};
 use crate::support;
@@ -341,4 +341,102 @@ async fn signature_config_map(
         .await
         .unwrap();
     api
+}
+
+/// Regression: with `status.desired` empty (nothing installed yet) any
+/// `spec.desiredUpdate.image` was taken without verification or preconditions. The CVO
+/// exempts only its own image (`--release-image`): an unsigned image is refused and nothing
+/// is written; the operator's own image is then installed unverified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsigned_image_is_refused_before_anything_is_installed() {
+    let _lock = support::fixed_names_lock().await;
+    let client = support::openshift::shared_plane_crds().await;
+    fresh_cluster(&client, &["old", "new"]).await;
+    let registry = crate::support::image::Registry::crane();
+    let (_new, digest) = push(&registry.host, "release:new", "new");
+    let image = format!("{}/release@{digest}", registry.host);
+    let (_old, own_digest) = push(&registry.host, "release:old", "old");
+    let own = format!("{}/release@{own_digest}", registry.host);
+    let store = SignatureServer::start().await;
+    let key = signing::key("Release Signing <release@example.com>");
+    let release = release_copy(
+        "old",
+        "4.13.0",
+        &[(
+            "0000_90_cluster-version-operator_02_verification.yaml",
+            signing::verifier_manifest(&[("a", &key)], &[&store.url]),
+        )],
+    );
+    // A ClusterVersion that asks for the unsigned image before anything is installed.
+    let cv = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "spec": {"clusterID": "8f3b1a52-7c1e-4d3e-9a4b-2f6d5c7e8a90",
+                 "desiredUpdate": {"image": image, "version": ""}}});
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), cv.to_string()).unwrap();
+    kubectl(&["create", "-f", file.path().to_str().unwrap()]);
+    let refused = |m: &str| m.contains(&image) && m.contains("no more signatures to check");
+    let earlier = events(&client, "ReleaseRejected")
+        .await
+        .iter()
+        .filter(|m| refused(m))
+        .count();
+    let mut op = Operator::start(
+        "unverified-install",
+        &[release.path().to_path_buf()],
+        &[
+            "--no-leader-elect",
+            "--no-cache",
+            "--verify-timeout",
+            "2s",
+            "--release-image",
+            &own,
+        ],
+    );
+    // Refused with the CVO's message (a ReleaseRejected Event: ClusterVersion has no status
+    // to hold ReleaseAccepted before a release is taken up), tried again every interval and
+    // refused again; nothing of either release is written.
+    let refusal = format!(
+        "Retrieving payload failed version=\"\" image=\"{image}\" failure=The update cannot be verified: unable to verify {digest} against keyrings: verifier-public-key-a"
+    );
+    let found = wait_events_where(
+        &client,
+        "ReleaseRejected",
+        "two refusals",
+        earlier + 2,
+        refused,
+    )
+    .await;
+    assert!(found.iter().all(|m| m.starts_with(&refusal)), "{found:#?}");
+    let cv = super::support_op::cluster_version(&client).await.unwrap();
+    assert!(
+        cv["status"]["desired"].is_null() && cv["status"]["history"].is_null(),
+        "{:#}",
+        cv["status"]
+    );
+    assert_eq!(
+        written(&client).await,
+        Vec::<(String, String)>::new(),
+        "a refused image wrote objects"
+    );
+
+    // The operator's own image is exempt, as the CVO's is: installed without a signature.
+    let sim = simulator("old").await;
+    patch_cv(&desired_image(&own));
+    let cv = wait_cv(&client, "4.13.0 Completed", INSTALL_LIMIT, |cv| {
+        history_is(cv, 0, "4.13.0", "Completed")
+    })
+    .await;
+    sim.stop().await;
+    let h = &cv["status"]["history"][0];
+    assert_eq!(h["image"], own.as_str(), "{h:#}");
+    assert_eq!(h["verified"], false, "{h:#}");
+    assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
+    op.signal("TERM");
+    assert_eq!(
+        op.exit(Duration::from_secs(10)).await,
+        Some(0),
+        "{}",
+        op.log()
+    );
 }

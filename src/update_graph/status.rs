@@ -17,11 +17,16 @@ pub const OWNED_FIELDS: [&str; 2] = ["availableUpdates", "conditionalUpdates"];
 /// The conditions of `status` the update graph and the spec check own.
 pub const OWNED_CONDITIONS: [&str; 2] = ["RetrievedUpdates", "Invalid"];
 
+/// The CVO's default update service, asked when neither `--update-service` nor
+/// `spec.upstream` names one.
+pub const DEFAULT_UPDATE_SERVICE: &str = "https://api.openshift.com/api/upgrades_info/v1/graph";
+
 /// What to ask the update service, read from ClusterVersion (the CVO's
 /// `calculateAvailableUpdatesStatus` checks, in its order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
-    /// `spec.upstream`.
+    /// The update service: `--update-service`, else `spec.upstream`, else
+    /// [`DEFAULT_UPDATE_SERVICE`].
     pub upstream: String,
     /// `spec.channel`.
     pub channel: String,
@@ -40,12 +45,19 @@ pub struct Query {
 pub type Unqueried = (&'static str, String);
 
 /// The query `cluster_version` calls for, or why none can be made. `version` is the
-/// cluster's version (`status.desired.version`, else the operator's own release).
+/// cluster's version (`status.desired.version`, else the operator's own release);
+/// `update_service` the operator's `--update-service` (empty: none), which overrides
+/// `spec.upstream`; with neither, the CVO's [`DEFAULT_UPDATE_SERVICE`] is asked.
 ///
 /// # Errors
-/// The CVO's reasons and messages: `NoUpstream`, `InvalidURI`, `InvalidID`, `NoCurrentVersion`,
-/// `NoChannel`, `InvalidCurrentVersion`.
-pub fn query(cluster_version: &Value, version: &str) -> Result<Query, Unqueried> {
+/// The CVO's reasons and messages: `InvalidURI`, `InvalidID`, `NoCurrentVersion`, `NoChannel`,
+/// `InvalidCurrentVersion`. (The CVO's `NoUpstream` cannot happen: there is always a
+/// service.)
+pub fn query(
+    cluster_version: &Value,
+    version: &str,
+    update_service: &str,
+) -> Result<Query, Unqueried> {
     let text = |p: &str| {
         cluster_version
             .pointer(p)
@@ -53,13 +65,11 @@ pub fn query(cluster_version: &Value, version: &str) -> Result<Query, Unqueried>
             .unwrap_or_default()
             .to_string()
     };
-    let upstream = text("/spec/upstream");
-    if upstream.is_empty() {
-        return Err((
-            "NoUpstream",
-            "No updateService server has been set to retrieve updates.".into(),
-        ));
-    }
+    let upstream = match (update_service, text("/spec/upstream")) {
+        ("", u) if u.is_empty() => DEFAULT_UPDATE_SERVICE.to_string(),
+        ("", u) => u,
+        (flag, _) => flag.to_string(),
+    };
     if let Err(e) = reqwest::Url::parse(&upstream) {
         return Err((
             "InvalidURI",
@@ -365,7 +375,7 @@ pub fn not_available_message(version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::cincinnati;
+    use crate::update_graph::cincinnati;
 
     const ID: &str = "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e";
 
@@ -375,11 +385,8 @@ mod tests {
 
     #[test]
     fn the_cvo_checks_come_in_its_order() {
-        let reason = |spec: Value, version: &str| query(&cv(&spec), version).unwrap_err().0;
-        assert_eq!(
-            reason(json!({"channel": "stable-4.14"}), "4.13.0"),
-            "NoUpstream"
-        );
+        let reason = |spec: Value, version: &str| query(&cv(&spec), version, "").unwrap_err().0;
+        assert_eq!(reason(json!({"clusterID": ID}), "4.13.0"), "NoChannel");
         assert_eq!(
             reason(json!({"upstream": "::", "channel": "c"}), "4.13.0"),
             "InvalidURI"
@@ -399,12 +406,41 @@ mod tests {
         );
         let spec = json!({"upstream": up, "clusterID": ID, "channel": "c"});
         assert_eq!(reason(spec.clone(), "4.13"), "InvalidCurrentVersion");
-        let q = query(&cv(&spec), "4.13.0").unwrap();
+        let q = query(&cv(&spec), "4.13.0", "").unwrap();
         assert_eq!(q.channel, "c");
+        assert_eq!(q.upstream, up);
         assert!(!q.to_multi);
         assert_eq!(
-            query(&cv(&json!({})), "4.13.0").unwrap_err().1,
-            "No updateService server has been set to retrieve updates."
+            query(&cv(&json!({"clusterID": ID})), "4.13.0", "").unwrap_err(),
+            (
+                "NoChannel",
+                "The update channel has not been configured.".to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn the_update_service_is_the_flag_then_the_upstream_then_the_default() {
+        let spec = json!({"clusterID": ID, "channel": "stable-4.14"});
+        let q = query(&cv(&spec), "4.13.0", "").unwrap();
+        assert_eq!(
+            q.upstream,
+            "https://api.openshift.com/api/upgrades_info/v1/graph"
+        );
+        let mut with_upstream = spec.clone();
+        with_upstream["upstream"] = json!("https://updates.example/graph");
+        let q = query(&cv(&with_upstream), "4.13.0", "").unwrap();
+        assert_eq!(q.upstream, "https://updates.example/graph");
+        let flag = "http://127.0.0.1:8080/graph";
+        assert_eq!(
+            query(&cv(&with_upstream), "4.13.0", flag).unwrap().upstream,
+            flag
+        );
+        assert_eq!(query(&cv(&spec), "4.13.0", flag).unwrap().upstream, flag);
+        // The flag is checked as an upstream is.
+        assert_eq!(
+            query(&cv(&with_upstream), "4.13.0", "::").unwrap_err().0,
+            "InvalidURI"
         );
     }
 
@@ -509,7 +545,7 @@ mod tests {
         assert_eq!(r.updates[0].image, "multi:4.13.0");
         let spec = json!({"upstream": "http://x/graph", "clusterID": ID, "channel": "c",
                           "desiredUpdate": {"architecture": "Multi"}});
-        let q = query(&cv(&spec), "4.13.0").unwrap();
+        let q = query(&cv(&spec), "4.13.0", "").unwrap();
         assert_eq!((q.arch.as_str(), q.to_multi), ("multi", true));
     }
 

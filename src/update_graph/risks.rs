@@ -242,7 +242,7 @@ pub fn status_entries(evaluated: &[Evaluated], previous: Option<&Value>, now: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::cincinnati::{MatchingRule, PromQl};
+    use crate::update_graph::cincinnati::{MatchingRule, PromQl};
 
     fn risk(name: &str, kind: &str) -> Risk {
         Risk {

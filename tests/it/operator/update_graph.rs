@@ -170,14 +170,15 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     .await;
     sim.stop().await;
 
-    // No upstream (the default): NoUpstream, and `status` says so as oc does.
-    let cv = wait_retrieved(&client, "NoUpstream").await;
+    // No upstream (the default) and no channel: the CVO's default update service, which is
+    // not asked without a channel (NoChannel), and `status` says so as oc does.
+    let cv = wait_retrieved(&client, "NoChannel").await;
     assert_eq!(
         retrieved(&cv),
         (
             "False".into(),
-            "NoUpstream".into(),
-            "No updateService server has been set to retrieve updates.".into()
+            "NoChannel".into(),
+            "The update channel has not been configured.".into()
         )
     );
     assert!(
@@ -189,12 +190,13 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
     assert_eq!(run.stdout, "Cluster version is 4.13.0\n\n");
     assert_eq!(
         run.stderr,
-        "warning: Cannot display available updates:\n  Reason: NoUpstream\n  Message: No updateService server has been set to retrieve updates.\n\n"
+        "warning: Cannot display available updates:\n  Reason: NoChannel\n  Message: The update channel has not been configured.\n\n"
     );
     same_as_oc(&cv, false, &run);
 
-    // An upstream without a channel: NoChannel.
+    // An upstream without a channel: still NoChannel, and the service is not asked.
     patch_cv(&json!({"spec": {"upstream": service.url}}).to_string());
+    super::more_passes(&op, "reconciling", 1.0).await;
     let cv = wait_retrieved(&client, "NoChannel").await;
     assert_eq!(
         retrieved(&cv).2,
@@ -282,7 +284,7 @@ async fn the_update_graph_lists_updates_resolves_a_version_and_reports_every_fai
             "{table}\nUpdates with known issues:\n\n  Version: 4.14.2\n  Image: {}\n  Reason: AlwaysBroken\n  Message: Every cluster is affected. https://bugs.example/2\n\n  Version: 4.14.1\n  Image: {}\n  Reason: EvaluationFailed\n  Message: Could not evaluate exposure to update risk NeedsMetrics ({})\n    NeedsMetrics description: Only some clusters are affected.\n    NeedsMetrics URL: https://bugs.example/1\n",
             fake_image("4.14.2"),
             fake_image("4.14.1"),
-            minicvo::graph::risks::NO_PROMQL
+            minicvo::update_graph::risks::NO_PROMQL
         )
     );
     same_as_oc(&cv, true, &run);
@@ -577,7 +579,7 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
     let service = UpdateService::start().await;
     let graph = body(&realistic_graph());
     service.serve(200, graph.clone());
-    let query = minicvo::graph::status::Query {
+    let query = minicvo::update_graph::status::Query {
         upstream: service.url.clone(),
         channel: "stable-4.15".into(),
         id: "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e".into(),
@@ -595,9 +597,9 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
         assert_eq!(f.body.len(), graph.len());
         fetches.push(f.elapsed.as_secs_f64() * 1000.0);
         let t = std::time::Instant::now();
-        let u =
-            minicvo::graph::cincinnati::updates(&f.body, &query.version, &query.channel).unwrap();
-        let r = minicvo::graph::status::Retrieved::success(&u, false);
+        let u = minicvo::update_graph::cincinnati::updates(&f.body, &query.version, &query.channel)
+            .unwrap();
+        let r = minicvo::update_graph::status::Retrieved::success(&u, false);
         parses.push(t.elapsed().as_secs_f64() * 1000.0);
         found = Some((u.updates.len(), u.conditional.len(), r.updates.len()));
     }
@@ -613,13 +615,14 @@ async fn graph_fetch_cost_of_a_realistic_graph() {
         parses[2],
         parses[0]
     );
-    // 40 edges from 4.15.50, one of them also conditional (the conditional one wins).
-    assert_eq!((edges, conditional), (39, 1));
-    assert!(fetches[2] < 5000.0 && parses[2] < 5000.0);
+    // 40 edges from 4.15.50, one of them also conditional (the conditional one wins); its
+    // PromQL risk cannot be evaluated, so only the 39 unconditional ones are listed.
+    assert_eq!((edges, conditional, listed), (39, 1, 39));
+    // (Timings are reported, not asserted: BENCHMARKS.md holds them.)
 }
 
-fn query(upstream: &str) -> minicvo::graph::status::Query {
-    minicvo::graph::status::Query {
+fn query(upstream: &str) -> minicvo::update_graph::status::Query {
+    minicvo::update_graph::status::Query {
         upstream: upstream.to_string(),
         channel: CHANNEL.into(),
         id: "1d3c4a27-6a4f-4b2b-9c1e-2b3f5d1c0a9e".into(),
