@@ -131,7 +131,16 @@ mod tests {
     }
 
     fn payload(dir: &std::path::Path) -> Payload {
-        load(dir, &LoadOptions::default()).expect("loads")
+        payload_with(dir, &Filters::default())
+    }
+
+    /// The payload at `dir`, loaded with `filters`.
+    fn payload_with(dir: &std::path::Path, filters: &Filters) -> Payload {
+        let options = LoadOptions {
+            filters: filters.clone(),
+            ..LoadOptions::default()
+        };
+        load(dir, &options).expect("loads")
     }
 
     fn fixture() -> tempfile::TempDir {
@@ -272,14 +281,7 @@ mod tests {
             feature_gates: Some(BTreeSet::from(["ClusterAPIMachineManagement".to_string()])),
             ..Filters::default()
         };
-        let loaded = load(
-            dir.path(),
-            &LoadOptions {
-                filters: filters.clone(),
-                ..LoadOptions::default()
-            },
-        )
-        .expect("loads");
+        let loaded = payload_with(dir.path(), &filters);
         let (p, chosen, features) = resolve(loaded, &filters, true);
         assert_eq!(names(&p), ["capi"]);
         assert_eq!(chosen.feature_gates, filters.feature_gates);
@@ -293,14 +295,7 @@ mod tests {
             profile: "single-node-developer".into(),
             ..Filters::default()
         };
-        let loaded = load(
-            dir.path(),
-            &LoadOptions {
-                filters: filters.clone(),
-                ..LoadOptions::default()
-            },
-        )
-        .expect("loads");
+        let loaded = payload_with(dir.path(), &filters);
         let (_, chosen, features) = resolve(loaded, &filters, false);
         assert_eq!(chosen.feature_gates, None);
         assert_eq!(features.gates_from, Source::NoPayloadFeatureGate);

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::signatures::release_copy;
@@ -125,9 +125,7 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     .await;
     patch_sim.stop().await;
     assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
-    let risks = cv["status"]["history"][0]["acceptedRisks"]
-        .as_str()
-        .unwrap_or_default();
+    let risks = accepted_risks(&cv);
     assert!(
         risks.contains("\"NoChannel\""),
         "{:#}",
@@ -142,9 +140,7 @@ async fn upgradeable_false_holds_a_minor_update_and_lets_a_patch_update_through(
     })
     .await;
     sim.stop().await;
-    let risks = cv["status"]["history"][0]["acceptedRisks"]
-        .as_str()
-        .unwrap_or_default();
+    let risks = accepted_risks(&cv);
     assert!(
         risks.starts_with("Forced through blocking failures: Multiple precondition checks failed:"),
         "{risks}"
@@ -296,9 +292,7 @@ async fn an_admin_gate_holds_a_minor_update_until_it_is_acknowledged() {
     .await;
     sim.stop().await;
     assert_eq!(condition(&cv, "ReleaseAccepted").0, "True");
-    let risks = cv["status"]["history"][0]["acceptedRisks"]
-        .as_str()
-        .unwrap_or_default();
+    let risks = accepted_risks(&cv);
     assert!(!risks.contains(GATE_TEXT), "{risks}");
     op.signal("TERM");
     assert_eq!(
@@ -307,4 +301,11 @@ async fn an_admin_gate_holds_a_minor_update_until_it_is_acknowledged() {
         "{}",
         op.log()
     );
+}
+
+/// `acceptedRisks` of the newest history entry ("" when it has none).
+fn accepted_risks(cv: &Value) -> &str {
+    cv["status"]["history"][0]["acceptedRisks"]
+        .as_str()
+        .unwrap_or_default()
 }
